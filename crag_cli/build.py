@@ -1,0 +1,77 @@
+"""Build the pipeline's components from :class:`~crag_cli.settings.Settings`."""
+
+from __future__ import annotations
+
+from .actions import Thresholds, resolve_thresholds
+from .errors import CragError
+from .evaluator import Evaluator, build_evaluator
+from .generator import LlamaGenerator
+from .index import BM25Index
+from .pipeline import Pipeline
+from .prompts import TASKS
+from .refine import STRIP_MODES
+from .settings import Settings
+
+WEB_BACKENDS = ("none", "ddgs", "searxng")
+
+
+def check(settings: Settings) -> None:
+    """Reject settings that cannot work, with one clear message."""
+    if settings.top_k < 1:
+        raise CragError("top_k must be at least 1")
+    if settings.strips < 1:
+        raise CragError("strips must be at least 1")
+    if settings.batch_size < 1:
+        raise CragError("batch_size must be at least 1")
+    if settings.strip_mode not in STRIP_MODES:
+        raise CragError(f"unknown strip mode {settings.strip_mode!r}: choose from {', '.join(STRIP_MODES)}")
+    if settings.task not in TASKS:
+        raise CragError(f"unknown task {settings.task!r}: choose from {', '.join(TASKS)}")
+    if settings.web not in WEB_BACKENDS:
+        raise CragError(f"unknown web backend {settings.web!r}: choose from {', '.join(WEB_BACKENDS)}")
+    if settings.n_ctx < 256:
+        raise CragError("n_ctx must be at least 256")
+
+
+def thresholds(settings: Settings) -> Thresholds:
+    return resolve_thresholds(
+        settings.evaluator, settings.preset, settings.upper, settings.lower, settings.filter_threshold
+    )
+
+
+def evaluator(settings: Settings) -> Evaluator:
+    return build_evaluator(settings.evaluator, settings.batch_size, settings.max_length)
+
+
+def generator(settings: Settings) -> LlamaGenerator:
+    return LlamaGenerator(settings.model, settings.n_ctx, settings.temperature, settings.seed, settings.threads)
+
+
+def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGenerator | None, th: Thresholds):
+    """The external-knowledge stage for ``settings.web`` (``None`` for ``none``)."""
+    if settings.web == "none":
+        return None
+    from .websearch import build_web_corrector
+
+    return build_web_corrector(settings, evaluator, generator, th)
+
+
+def pipeline(settings: Settings, with_generator: bool = True, index: BM25Index | None = None) -> Pipeline:
+    """A ready pipeline; the index is loaded now, models lazily on first use."""
+    check(settings)
+    th = thresholds(settings)
+    ev = evaluator(settings)
+    gen = generator(settings) if with_generator else None
+    return Pipeline(
+        retriever=index or BM25Index.load(settings.index),
+        evaluator=ev,
+        thresholds=th,
+        generator=gen,
+        web=web_corrector(settings, ev, gen, th) if with_generator else None,
+        top_k=settings.top_k,
+        strip_mode=settings.strip_mode,
+        strips=settings.strips,
+        refine_knowledge=settings.refine,
+        task=settings.task,
+        max_tokens=settings.max_tokens,
+    )

@@ -1,0 +1,244 @@
+"""The corrective pipeline: CRAG's Algorithm 1, and the baselines it is measured against.
+
+``Pipeline.run`` does, for one question:
+retrieve -> evaluate -> decide -> (refine internal | search external | both) -> generate.
+Each stage is a small object given to the constructor (a retriever, an
+evaluator, a web corrector, a generator), so each can be replaced or faked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .actions import Action, Thresholds, decide
+from .evaluator import Evaluator
+from .generator import Generator
+from .index import Hit, Retriever
+from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
+from .refine import KnowledgeSource, Strip, refine
+from .web import ExternalKnowledge, WebCorrector
+
+MODES = ("crag", "rag", "rag+web", "no-retrieval")
+
+
+@dataclass
+class Result:
+    """Everything one question produced; :func:`crag_cli.records.to_record` turns it into JSON."""
+
+    question: str
+    id: str | None = None
+    task: str = "popqa"
+    mode: str = "crag"
+    action: Action | None = None
+    hits: list[Hit] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    thresholds: Thresholds | None = None
+    internal_knowledge: list[Strip] | None = None
+    external_knowledge: ExternalKnowledge | None = None
+    knowledge_used: list[KnowledgeItem] = field(default_factory=list)
+    answer: str | None = None
+    answers: list[str] | None = None
+    prompt_tokens: int | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def correct(self) -> bool | None:
+        if not self.answers or self.answer is None:
+            return None
+        return is_correct(self.answer, self.answers)
+
+
+def is_correct(answer: str, gold: Sequence[str]) -> bool:
+    """PopQA's metric, case-insensitive: some gold alias occurs in the answer.
+
+    Parameters
+    ----------
+    answer : str
+    gold : sequence of str
+        Aliases; empty aliases never match.
+    """
+    low = answer.lower()
+    return any(g and g.lower() in low for g in gold)
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], stage: str) -> None:
+        self.timings, self.stage = timings, stage
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.timings[self.stage] = self.timings.get(self.stage, 0.0) + time.perf_counter() - self.start
+
+
+class Pipeline:
+    """CRAG over a retriever, an evaluator, a web corrector and a generator.
+
+    Parameters
+    ----------
+    retriever : Retriever
+    evaluator : Evaluator
+    thresholds : Thresholds
+    generator : Generator, optional
+        ``None`` for evaluation-only use (``crag evaluate``).
+    web : WebCorrector, optional
+        External knowledge for Incorrect / Ambiguous; ``None`` means no web.
+    top_k : int
+        Passages retrieved per question.
+    strip_mode : str
+        ``excerption``, ``fixed_num`` or ``selection``.
+    strips : int
+        Strips kept by refinement.
+    refine_knowledge : bool
+        ``False`` gives the paper's "w/o refinement" ablation: kept passages go
+        to the generator whole.
+    task : str
+        Default task (prompt) for questions that name none.
+    max_tokens : int, optional
+        Tokens to generate (default per task).
+    """
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        evaluator: Evaluator,
+        thresholds: Thresholds,
+        generator: Generator | None = None,
+        web: WebCorrector | None = None,
+        top_k: int = 10,
+        strip_mode: str = "excerption",
+        strips: int = 5,
+        refine_knowledge: bool = True,
+        task: str = "popqa",
+        max_tokens: int | None = None,
+    ) -> None:
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        self.retriever = retriever
+        self.evaluator = evaluator
+        self.thresholds = thresholds
+        self.generator = generator
+        self.web = web
+        self.top_k = top_k
+        self.strip_mode = strip_mode
+        self.strips = strips
+        self.refine_knowledge = refine_knowledge
+        self.task = task
+        self.max_tokens = max_tokens
+
+    # ------------------------------------------------------------------ stages
+    def evaluate(self, question: str, result: Result | None = None) -> Result:
+        """Retrieve, score and decide: everything before the action's branch."""
+        result = result or Result(question=question, task=self.task)
+        with _Timer(result.timings, "retrieve"):
+            result.hits = self.retriever.search(question, self.top_k)
+        with _Timer(result.timings, "evaluate"):
+            result.scores = self.evaluator.score([(question, h.passage.text) for h in result.hits])
+        result.thresholds = self.thresholds
+        result.action = decide(result.scores, self.thresholds.upper, self.thresholds.lower)
+        return result
+
+    def _internal(self, result: Result) -> list[Strip]:
+        """Refine the passages the evaluator did not judge irrelevant (score >= lower)."""
+        kept = [
+            KnowledgeSource(h.passage.id, h.passage.title, h.passage.text)
+            for h, s in zip(result.hits, result.scores)
+            if s >= self.thresholds.lower
+        ]
+        if not self.refine_knowledge:
+            return [Strip(k.text, k.id, k.title, (i, 0), s) for i, (k, s) in
+                    enumerate(zip(kept, (s for s in result.scores if s >= self.thresholds.lower)))]  # fmt: skip
+        with _Timer(result.timings, "refine"):
+            return refine(
+                result.question, kept, self.evaluator, self.strip_mode, self.strips, self.thresholds.filter
+            )
+
+    def _external(self, result: Result) -> ExternalKnowledge:
+        if self.web is None:
+            return ExternalKnowledge.disabled()
+        return self.web.run(result.question, result.timings)
+
+    def run(
+        self,
+        question: str,
+        id: str | None = None,
+        answers: Sequence[str] | None = None,
+        task: str | None = None,
+        mode: str = "crag",
+        on_token: Callable[[str], None] | None = None,
+        on_knowledge: Callable[[Result], None] | None = None,
+    ) -> Result:
+        """Answer one question.
+
+        Parameters
+        ----------
+        question : str
+        id : str, optional
+        answers : sequence of str, optional
+            Gold aliases; when given, ``Result.correct`` is set.
+        task : str, optional
+            Prompt to use (default: the pipeline's).
+        mode : {"crag", "rag", "rag+web", "no-retrieval"}
+            ``crag`` is the paper's method; ``rag`` gives the top-k passages to the
+            generator unchecked; ``rag+web`` always adds web knowledge; ``no-retrieval``
+            asks the generator alone.
+        on_token : callable, optional
+            Receives each generated text piece (streaming).
+        on_knowledge : callable, optional
+            Called with the result once knowledge is chosen, before generation.
+
+        Returns
+        -------
+        Result
+            Failures of a stage (model, web) are recorded in ``error``; only a bad
+            ``mode``/``task`` raises.
+        """
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+        task = task or self.task
+        if task not in MAX_TOKENS:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(MAX_TOKENS)}")
+        result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
+        start = time.perf_counter()
+        items: list[KnowledgeItem] = []
+        if mode == "crag":
+            self.evaluate(question, result)
+            if result.action in (Action.CORRECT, Action.AMBIGUOUS):
+                result.internal_knowledge = self._internal(result)
+                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.internal_knowledge]
+            if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
+                result.external_knowledge = self._external(result)
+                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
+        elif mode in ("rag", "rag+web"):
+            with _Timer(result.timings, "retrieve"):
+                result.hits = self.retriever.search(question, self.top_k)
+            items += [KnowledgeItem(h.passage.text, h.passage.id, h.passage.title) for h in result.hits]
+            if mode == "rag+web":
+                result.external_knowledge = self._external(result)
+                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
+        result.knowledge_used = items
+        if on_knowledge is not None:
+            on_knowledge(result)
+        if self.generator is not None:
+            self._generate(result, items, on_token)
+        result.timings["total"] = time.perf_counter() - start
+        return result
+
+    def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
+        max_tokens = self.max_tokens or MAX_TOKENS[result.task]
+        with _Timer(result.timings, "generate"):
+            try:
+                budget = self.generator.n_ctx - max_tokens
+                messages, kept, n = fit_knowledge(
+                    result.question, items, result.task, self.generator.count_tokens, budget
+                )
+                result.knowledge_used = kept
+                gen = self.generator.generate(messages, max_tokens, on_token)
+                result.answer = clean_answer(gen.text, result.task)
+                result.prompt_tokens = gen.prompt_tokens
+            except Exception as exc:  # a model failure is this question's error, not the batch's
+                result.error = f"generation failed: {type(exc).__name__}: {exc}"

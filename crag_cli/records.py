@@ -1,0 +1,113 @@
+"""Result records (JSON) and reading question files (JSONL) line by line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .pipeline import Result
+
+VALID_TASKS = ("popqa", "bio", "pubqa", "arc")
+
+
+def to_record(result: Result) -> dict[str, Any]:
+    """The JSON record of a result; every field is documented in README ("Result record")."""
+    record: dict[str, Any] = {
+        "id": result.id,
+        "question": result.question,
+        "task": result.task,
+        "mode": result.mode,
+        "action": result.action.value if result.action else None,
+        "thresholds": result.thresholds.to_dict() if result.thresholds else None,
+        "scores": [
+            {"id": h.passage.id, "title": h.passage.title, "bm25": round(h.score, 4),
+             "score": round(s, 4) if s is not None else None}
+            for h, s in zip(result.hits, list(result.scores) + [None] * (len(result.hits) - len(result.scores)))
+        ],  # fmt: skip
+        "internal_knowledge": (
+            [s.to_dict() for s in result.internal_knowledge] if result.internal_knowledge is not None else None
+        ),
+        "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
+        "answer": result.answer,
+        "prompt_tokens": result.prompt_tokens,
+        "timings": {k: round(v, 4) for k, v in result.timings.items()},
+        "error": result.error,
+    }
+    if result.answers:
+        record["answers"] = result.answers
+        record["correct"] = result.correct
+    return record
+
+
+def error_record(id: Any, question: Any, error: str, line: int | None = None) -> dict[str, Any]:
+    """The record written for an input line that could not be processed."""
+    rec = {"id": id, "question": question, "action": None, "answer": None, "error": error}
+    if line is not None:
+        rec["line"] = line
+    return rec
+
+
+@dataclass
+class QuestionLine:
+    """One input line: either a valid question or the error that makes it unusable."""
+
+    line: int
+    id: str | None
+    question: str | None
+    answers: list[str] | None
+    task: str | None
+    error: str | None = None
+
+
+def parse_question(obj: Any, line: int) -> QuestionLine:
+    """Validate one decoded JSON value as a question object.
+
+    Parameters
+    ----------
+    obj : Any
+        The decoded line.
+    line : int
+        Its 1-based line number (the default id is ``"line-N"``).
+    """
+    if not isinstance(obj, dict):
+        return QuestionLine(line, None, None, None, None, "line is not a JSON object")
+    raw_id = obj.get("id")
+    qid = str(raw_id) if raw_id is not None else f"line-{line}"
+    question = obj.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return QuestionLine(line, qid, None, None, None, "missing or empty 'question'")
+    answers = obj.get("answers")
+    if answers is not None:
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            return QuestionLine(line, qid, question, None, None, "'answers' must be a list of strings")
+    task = obj.get("task")
+    if task is not None and task not in VALID_TASKS:
+        return QuestionLine(line, qid, question, None, None, f"unknown task {task!r}: use {', '.join(VALID_TASKS)}")
+    return QuestionLine(line, qid, question.strip(), answers, task)
+
+
+def read_questions(path: Path) -> Iterator[QuestionLine]:
+    """Yield every non-blank line of a JSONL question file, valid or not, in order.
+
+    A line that is not valid JSON (or not UTF-8) yields a :class:`QuestionLine`
+    with ``error`` set; reading goes on.
+    """
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield QuestionLine(lineno, None, None, None, None, "line is not UTF-8")
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield QuestionLine(lineno, None, None, None, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+                continue
+            yield parse_question(obj, lineno)

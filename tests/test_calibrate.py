@@ -1,0 +1,64 @@
+import json
+
+import pytest
+
+from crag_cli.calibrate import Item, action_accuracy, calibrate, choose_action_thresholds, choose_filter, holds_answer
+from crag_cli.cli import app
+from typer.testing import CliRunner
+
+
+def test_holds_answer_is_case_insensitive_and_ignores_empty_aliases():
+    assert holds_answer("He was a Politician.", ["politician"])
+    assert not holds_answer("anything", [""])
+
+
+def test_thresholds_reach_the_required_precision():
+    # best scores 0.0 .. 0.99; the passages hold the answer exactly when the best score >= 0.5
+    items = [Item([i / 100, -0.5], holds=i >= 50) for i in range(100)]
+    upper, lower, notes = choose_action_thresholds(items, 0.8, 0.8)
+    assert upper <= 0.5 and lower >= 0.5 or upper == lower  # a perfect separator: one cut
+    acc, counts = action_accuracy(items, upper, lower)
+    assert acc == 1.0 and counts["ambiguous"] == 0
+
+
+def test_noisy_middle_becomes_ambiguous():
+    items = [Item([i / 100], holds=(i >= 70) or (30 <= i < 70 and i % 2 == 0)) for i in range(100)]
+    upper, lower, _ = choose_action_thresholds(items, 0.9, 0.9)
+    assert 0.3 <= lower < upper <= 0.72
+    _, counts = action_accuracy(items, upper, lower)
+    assert counts["ambiguous"] > 0 and counts["correct"] > 0 and counts["incorrect"] > 0
+
+
+def test_unreachable_lower_means_incorrect_only_without_passages():
+    items = [Item([i / 10], holds=True) for i in range(10)] + [Item([], holds=False)]
+    cal = calibrate(items, [0.1, 0.2], [True, False], 0.8, 0.8)
+    assert cal.actions["incorrect"] == 1 and any("no lower threshold" in n for n in cal.notes)
+
+
+def test_filter_keeps_the_requested_share_of_answer_strips():
+    scores = [i / 10 for i in range(10)]
+    assert choose_filter(scores, [True] * 10, recall=0.9) == 0.1
+    assert choose_filter(scores, [False] * 10) == -1.0
+
+
+def test_calibrate_command_writes_a_config_the_other_commands_read(built_index, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps(x) for x in [
+        {"question": "What is the capital of Germany?", "answers": ["Berlin"]},
+        {"question": "What is the capital of France?", "answers": ["Paris"]},
+        {"question": "Who painted landscapes in Utrecht?", "answers": ["Anna Example"]},
+        {"question": "What is John Smithson's occupation?", "answers": ["politician"]},
+        {"question": "What is the largest moon of Saturn?", "answers": ["Titan"]},
+        {"question": "no answers here"},
+    ]) + "\n")
+    out = tmp_path / "crag.toml"
+    r = CliRunner().invoke(app, ["calibrate", str(qs), "--index", str(built_index), "--write", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["n"] == 5 and "line 6: skipped: no gold answers" in r.stderr
+    assert sum(report["actions"].values()) == 5
+    text = out.read_text()
+    assert f"upper = {report['upper']}" in text and f"lower = {report['lower']}" in text
+    r = CliRunner().invoke(app, ["--config", str(out), "evaluate", "capital of Germany?", "--index",
+                                 str(built_index), "--json"])
+    assert json.loads(r.stdout)["thresholds"]["upper"] == pytest.approx(report["upper"])

@@ -1,0 +1,139 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from crag_cli import __version__
+from crag_cli.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args, input=None):
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+def test_version():
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"crag {__version__}"
+
+
+def test_index_then_unchanged_then_errors(docs_dir, tmp_path):
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert "indexed 4 documents from 4 files" in r.stderr
+    assert r.stdout == ""
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0 and "up to date" in r.stderr and "nothing to do" in r.stderr
+    (docs_dir / "bad.txt").write_bytes(b"\xff\xfe bad")
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert "skipped bad.txt: not UTF-8" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = invoke("index", tmp_path / "empty", "--index", tmp_path / "ix2")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "no documents to index" in r.stderr
+    r = invoke("index", tmp_path / "missing", "--index", tmp_path / "ix3")
+    assert r.exit_code == 1 and "no such folder" in r.stderr
+
+
+def test_evaluate_json_and_table(built_index):
+    r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["action"] in ("correct", "incorrect", "ambiguous")
+    assert rec["scores"][0]["title"] == "Berlin"
+    assert all(-1 <= s["score"] <= 1 for s in rec["scores"])
+    r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--upper", "-1", "--lower", "-1")
+    assert r.exit_code == 0 and "action: CORRECT" in r.stdout and "upper -1.000" in r.stdout
+
+
+def test_evaluate_input_file_one_line_each_with_error_records(built_index, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text('{"id": "a", "question": "capital of France?"}\nnot json\n{"question": ""}\n')
+    r = invoke("evaluate", "--input", qs, "--index", built_index, "--evaluator", "minilm")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["a", None, "line-3"]
+    assert lines[0]["scores"] and lines[1]["error"].startswith("malformed JSON") and lines[2]["error"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("What?", "--index", "nowhere"), "no index at nowhere"),
+    (("  ",), "the question is empty"),
+    (("What?", "--top-k", "0"), "top_k must be at least 1"),
+])
+def test_evaluate_bad_input_is_one_line(args, message, built_index):
+    r = invoke("evaluate", *args)
+    assert r.exit_code == 1 and message in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_gguf):
+    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
+               "--upper", "0", "--lower", "-1", "--max-tokens", "8")
+    assert r.exit_code == 0, r.output
+    assert "action: CORRECT" in r.stderr and "Berlin" in r.stderr and "source [1] berlin.md#0" in r.stderr
+    assert "Berlin" not in r.stdout  # stdout holds only the (random) answer
+    r2 = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
+                "--upper", "0", "--lower", "-1", "--max-tokens", "8", "--json")
+    rec = json.loads(r2.stdout)
+    assert rec["answer"] == r.stdout.strip()
+    assert rec["action"] == "correct" and rec["internal_knowledge"]
+    assert set(rec["timings"]) >= {"retrieve", "evaluate", "refine", "generate", "total"}
+
+
+def test_ask_incorrect_without_web_answers_without_documents(built_index, tiny_gguf):
+    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
+               "--upper", "1", "--lower", "1", "--max-tokens", "4", "--json")
+    rec = json.loads(r.stdout)
+    assert rec["action"] == "incorrect"
+    assert rec["internal_knowledge"] is None
+    assert rec["external_knowledge"]["backend"] == "none"
+    assert "web search is off" in rec["external_knowledge"]["error"]
+    assert rec["answer"] is not None and rec["error"] is None
+
+
+def test_ask_missing_model(built_index, tmp_path):
+    r = invoke("ask", "What?", "--index", built_index, "--model", tmp_path / "x.gguf")
+    assert r.exit_code == 1 and "model not found" in r.stderr
+
+
+def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(
+        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin", "\u0000"]}) + "\n"
+        + "{broken json\n"
+        + json.dumps({"question": "Where was Anna Example born?", "task": "popqa"}) + "\n"
+        + json.dumps({"id": "q4", "question": "capital of France?", "task": "nope"}) + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    r = invoke("batch", qs, "-o", out, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    assert r.exit_code == 1  # some lines were errors, all were written
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [x["id"] for x in recs] == ["q1", None, "line-3", "q4"]
+    assert recs[0]["correct"] in (True, False) and recs[0]["answers"] == ["berlin", "\u0000"]
+    assert recs[1]["error"].startswith("malformed JSON") and recs[1]["line"] == 2
+    assert recs[2]["error"] is None and recs[2]["action"] in ("correct", "incorrect", "ambiguous")
+    assert "unknown task" in recs[3]["error"]
+    assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr and "accuracy 0/1" in r.stderr or \
+        "accuracy 1/1" in r.stderr
+    assert r.stdout == ""
+
+
+def test_batch_to_stdout_and_rag_mode(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
+    r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["mode"] == "rag" and rec["action"] is None and rec["scores"][0]["score"] is None
+
+
+def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatch):
+    (tmp_path / "crag.toml").write_text(f'index = "{built_index}"\nupper = -1.0\nlower = -1.0\n')
+    r = invoke("evaluate", "capital of Germany?", "--json")
+    assert json.loads(r.stdout)["action"] == "correct"
+    monkeypatch.setenv("CRAG_UPPER", "1.0")
+    monkeypatch.setenv("CRAG_LOWER", "1.0")
+    assert json.loads(invoke("evaluate", "capital of Germany?", "--json").stdout)["action"] == "incorrect"
+    monkeypatch.setenv("CRAG_TOP_K", "many")
+    r = invoke("evaluate", "capital of Germany?")
+    assert r.exit_code == 1 and "CRAG_TOP_K" in r.stderr

@@ -1,0 +1,56 @@
+import pytest
+import torch
+
+from crag_cli.evaluator import EvaluatorError, MiniLMEvaluator, T5Evaluator, build_evaluator
+
+PAIRS = [
+    ("what is the capital of france ?", "paris is the capital city of france ."),
+    ("what is the capital of france ?", "berlin is in germany ."),
+    ("who was born in paris ?", "a painter was born in paris"),
+    ("what does yield do ?", "yield in a generator function does pass the value ."),
+    ("what does pass do ?", "unknownword " * 300),
+]
+
+
+def test_t5_scores_are_the_clipped_raw_logit_of_question_sep_passage(tiny_t5):
+    from transformers import AutoTokenizer, T5ForSequenceClassification
+
+    ev = T5Evaluator(tiny_t5, batch_size=2)
+    scores = ev.score(PAIRS)
+    assert ev.forward_passes == 3  # 5 pairs in batches of 2
+    tok = AutoTokenizer.from_pretrained(str(tiny_t5))
+    model = T5ForSequenceClassification.from_pretrained(str(tiny_t5)).eval()
+    for (q, p), s in zip(PAIRS, scores):
+        enc = tok(f"{q} [SEP] {p}", truncation=True, max_length=512, return_tensors="pt")
+        assert enc["input_ids"][0, -1].item() == tok.eos_token_id
+        with torch.inference_mode():
+            logit = float(model(**enc).logits[0, 0])
+        assert s == pytest.approx(max(-1.0, min(1.0, logit)), abs=1e-4)
+        assert -1.0 <= s <= 1.0
+
+
+def test_t5_batched_equals_one_by_one(tiny_t5):
+    batched = T5Evaluator(tiny_t5, batch_size=8).score(PAIRS)
+    single = T5Evaluator(tiny_t5, batch_size=1).score(PAIRS)
+    assert batched == pytest.approx(single, abs=1e-4)
+
+
+def test_t5_errors(tmp_path):
+    with pytest.raises(EvaluatorError, match="not found"):
+        T5Evaluator(tmp_path / "none").score(PAIRS[:1])
+    with pytest.raises(EvaluatorError, match="needs a checkpoint path"):
+        build_evaluator("t5")
+    with pytest.raises(EvaluatorError, match="unknown evaluator"):
+        build_evaluator("bert")
+
+
+def test_minilm_prefers_the_relevant_passage_and_batches():
+    ev = MiniLMEvaluator(batch_size=4)
+    q = "What is the capital of France?"
+    texts = ["Paris is the capital and largest city of France.", "The mitochondrion is the powerhouse of the cell.",
+             "Berlin is the capital of Germany.", "Bananas are yellow."]
+    scores = ev.score([(q, t) for t in texts])
+    assert scores[0] == max(scores) and scores[1] < scores[0] - 0.3
+    assert all(-1 <= s <= 1 for s in scores)
+    assert ev.forward_passes == 2  # 5 unique texts, batches of 4
+    assert ev.score([(q, texts[0])])[0] == pytest.approx(scores[0], abs=1e-5)

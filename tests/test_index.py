@@ -1,0 +1,92 @@
+import json
+import os
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from crag_cli.index import BM25Index, IndexUnusableError, TokenizerSettings, build_index
+
+
+def _corpus(tmp_path, texts):
+    d = tmp_path / "c"
+    d.mkdir()
+    with open(d / "docs.jsonl", "w") as f:
+        for i, t in enumerate(texts):
+            f.write(json.dumps({"id": f"d{i}", "title": "", "text": t}) + "\n")
+    return d
+
+
+def test_scores_equal_rank_bm25_okapi_on_the_same_tokens(tmp_path):
+    rng = np.random.default_rng(0)
+    vocab = [f"term{i}" for i in range(60)]
+    # every term in fewer than half the documents: both libraries then use the same idf
+    texts = [" ".join(rng.choice(vocab, size=rng.integers(5, 40))) + "." for _ in range(200)]
+    build_index(_corpus(tmp_path, texts), tmp_path / "ix")
+    index = BM25Index.load(tmp_path / "ix")
+    tokens = TokenizerSettings().tokenize([p.text for p in index.passages])
+    df = {}
+    for toks in tokens:
+        for t in set(toks):
+            df[t] = df.get(t, 0) + 1
+    assert max(df.values()) < len(texts) / 2
+    reference = BM25Okapi(tokens)
+    for query in ["term1 term7", "term3 term3 term59", "term10 term20 term30 term40"]:
+        q = TokenizerSettings().tokenize([query])[0]
+        np.testing.assert_allclose(index.scores(query), reference.get_scores(q), rtol=1e-5, atol=1e-5)
+
+
+def test_search_ranks_best_first_and_drops_zero_scores(built_index):
+    index = BM25Index.load(built_index)
+    hits = index.search("capital of Germany", 10)
+    assert hits[0].passage.title == "Berlin"
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(h.score > 0 for h in hits)
+    assert index.search("zzzz qqqq", 5) == []
+
+
+def test_query_uses_the_manifests_tokenizer(tmp_path):
+    # stemming is on: "painting" finds "painted"
+    d = _corpus(tmp_path, ["She painted landscapes.", "He wrote novels.", "They sang songs.", "It rained."])
+    build_index(d, tmp_path / "ix")
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    assert manifest["tokenizer"]["stemmer"] == "english" and manifest["tokenizer"]["stopwords"] == "en"
+    assert BM25Index.load(tmp_path / "ix").search("painting", 1)[0].passage.text == "She painted landscapes."
+
+
+def test_manifest_and_unchanged_and_changed(docs_dir, tmp_path):
+    out = tmp_path / "ix"
+    first = build_index(docs_dir, out)
+    assert first.status == "built"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format_version"] == 1
+    assert manifest["passage_count"] == first.passages
+    src = {s["path"]: s for s in manifest["sources"]}
+    assert src["paris.txt"]["size"] == (docs_dir / "paris.txt").stat().st_size
+    assert len(src["paris.txt"]["sha256"]) == 64
+    mtime = os.stat(out / "manifest.json").st_mtime_ns
+    assert build_index(docs_dir, out).status == "unchanged"
+    assert os.stat(out / "manifest.json").st_mtime_ns == mtime
+    (docs_dir / "paris.txt").write_text("Paris is the capital of France. Lyon is not.")
+    again = build_index(docs_dir, out)
+    assert again.status == "built"
+    assert "Lyon" in " ".join(p.text for p in BM25Index.load(out).passages)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ix")]  # no temporary left behind
+
+
+def test_empty_folder_is_an_error_and_leaves_no_index(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexUnusableError, match="no documents to index"):
+        build_index(tmp_path / "empty", tmp_path / "ix")
+    assert not (tmp_path / "ix").exists()
+
+
+def test_missing_and_corrupt_index(built_index, tmp_path):
+    with pytest.raises(IndexUnusableError, match="no index at"):
+        BM25Index.load(tmp_path / "nope")
+    (built_index / "passages.jsonl").write_text('{"id": "x", "text": "y"}\n')
+    with pytest.raises(IndexUnusableError, match="corrupt index"):
+        BM25Index.load(built_index)
+    (built_index / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexUnusableError, match="corrupt index"):
+        BM25Index.load(built_index)
