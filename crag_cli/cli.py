@@ -383,6 +383,8 @@ def batch(
     pipe = _pipeline(settings, with_generator=True)
     try:
         pipe.generator.load()
+        if mode in ("crag", "rag+web"):
+            pipe.evaluator.load()  # so that no question's timings include loading a model
     except CragError as exc:
         fail(str(exc))
     lines = list(read_questions(input))

@@ -36,6 +36,10 @@ class Evaluator(Protocol):
 
     name: str
 
+    def load(self) -> None:
+        """Load the model now; scoring loads it otherwise."""
+        ...
+
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         """One score in [-1, 1] per (question, text) pair, in input order."""
         ...
@@ -98,7 +102,8 @@ class MiniLMEvaluator:
         self._tokenizer = None
         self.forward_passes = 0
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded on the first score)."""
         if self._model is not None:
             return
         path = self.model_path or default_minilm_path()
@@ -120,7 +125,7 @@ class MiniLMEvaluator:
         import numpy as np
         import torch
 
-        self._load()
+        self.load()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         out = [None] * len(texts)
@@ -179,7 +184,8 @@ class T5Evaluator:
         self._tokenizer = None
         self.forward_passes = 0
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded on the first score)."""
         if self._model is not None:
             return
         if not self.path.is_dir():
@@ -209,7 +215,7 @@ class T5Evaluator:
 
         if not pairs:
             return []
-        self._load()
+        self.load()
         texts = self.inputs(pairs)
         out = [0.0] * len(texts)
         for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):

@@ -190,7 +190,7 @@ class LlamaGenerator:
     seed : int
         Sampling seed.
     threads : int, optional
-        CPU threads (default: llama.cpp's choice).
+        CPU threads (default: all cores).
     """
 
     def __init__(
@@ -214,8 +214,10 @@ class LlamaGenerator:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         try:
+            threads = self.threads or os.cpu_count() or 1  # llama-cpp-python's own default is half the cores
             llm = Llama(
-                model_path=str(path), n_ctx=self.n_ctx, seed=self.seed, n_threads=self.threads, verbose=False
+                model_path=str(path), n_ctx=self.n_ctx, seed=self.seed, n_threads=threads,
+                n_threads_batch=threads, n_batch=512, verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"cannot load model {path}: {exc}") from None

@@ -1,0 +1,202 @@
+"""PopQA benchmark: does correction beat plain RAG, and at what cost?
+
+    python benchmarks/popqa.py --data DIR [--limit N] [--modes rag,crag,...] [--model NAME] --out OUTDIR
+
+DIR holds ``corpus.jsonl``, ``web.jsonl`` and ``questions.dev.jsonl`` laid out as
+in ``../shared/bench/popqa``. The script builds the index (``OUTDIR/index``),
+starts the web stand-in (``benchmarks/webstandin.py``) on ``web.jsonl``, and runs
+every mode as a real ``crag batch`` process on the same questions, index,
+generator and web (no web cache, so every mode pays for its searches):
+
+==================  =====================================================
+``no-retrieval``    the generator alone
+``rag``             the top-k passages straight to the generator
+``rag+web``         the top-k passages plus web knowledge, always
+``crag``            CRAG (evaluate, act, refine, search when needed)
+``crag-no-refine``  CRAG whose kept passages go whole to the generator
+``crag-no-rewrite`` CRAG that searches with the question itself
+==================  =====================================================
+
+It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records; an existing file
+with as many records as questions is reused, so a report can be redrawn
+without rerunning), ``OUTDIR/results.json``, ``OUTDIR/results.md`` and
+``OUTDIR/results.png``.
+
+Metrics per mode: accuracy (a gold alias occurs in the answer,
+case-insensitive), count per action, action accuracy (Correct right when the
+retrieved local passages hold a gold answer, Incorrect right when they do not,
+Ambiguous half right), mean prompt tokens, seconds per question, and mean
+seconds per stage (retrieve, evaluate, refine, search = rewrite + search +
+fetch, generate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+MODES = {
+    "no-retrieval": ["--mode", "no-retrieval"],
+    "rag": ["--mode", "rag"],
+    "rag+web": ["--mode", "rag+web", "WEB"],
+    "crag": ["--mode", "crag", "WEB"],
+    "crag-no-refine": ["--mode", "crag", "--no-refine", "WEB"],
+    "crag-no-rewrite": ["--mode", "crag", "--no-rewrite", "WEB"],
+}
+STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
+
+
+def holds(text: str, answers: list[str]) -> bool:
+    low = text.lower()
+    return any(a and a.lower() in low for a in answers)
+
+
+def summarise(records: list[dict], passages: dict[str, str], questions: dict[str, dict]) -> dict:
+    """The metrics of one mode from its batch records."""
+    n = len(records)
+    actions: dict[str, int] = {}
+    right = 0.0
+    stage = {s: 0.0 for s in STAGES}
+    prompt_tokens = [r["prompt_tokens"] for r in records if r.get("prompt_tokens") is not None]
+    for r in records:
+        action = r.get("action")
+        if action:
+            actions[action] = actions.get(action, 0) + 1
+            gold = questions[r["id"]]["answers"]
+            local = any(holds(passages.get(s["id"], ""), gold) for s in r.get("scores") or [])
+            right += 0.5 if action == "ambiguous" else float((action == "correct") == local)
+        t = r.get("timings") or {}
+        for s in STAGES:
+            stage[s] += t.get(s, 0.0) + (t.get("rewrite", 0.0) if s == "search" else 0.0)
+    return {
+        "n": n,
+        "accuracy": round(sum(bool(r.get("correct")) for r in records) / n, 4) if n else None,
+        "actions": actions,
+        "action_accuracy": round(right / n, 4) if actions else None,
+        "prompt_tokens": round(sum(prompt_tokens) / len(prompt_tokens), 1) if prompt_tokens else None,
+        "seconds_per_question": round(sum((r.get("timings") or {}).get("total", 0.0) for r in records) / n, 3),
+        "stage_seconds": {s: round(v / n, 3) for s, v in stage.items()},
+        "errors": sum(bool(r.get("error")) for r in records),
+    }
+
+
+def table(results: dict) -> str:
+    head = ("| mode | n | accuracy | actions (C/A/I) | action acc. | prompt tokens | s/question | "
+            + " | ".join(f"{s} s" for s in STAGES) + " |")
+    lines = [head, "|" + "---|" * (7 + len(STAGES))]
+    for mode, m in results.items():
+        a = m["actions"]
+        acts = f"{a.get('correct', 0)}/{a.get('ambiguous', 0)}/{a.get('incorrect', 0)}" if a else "–"
+        aa = f"{m['action_accuracy']:.1%}" if m["action_accuracy"] is not None else "–"
+        lines.append(
+            f"| {mode} | {m['n']} | {m['accuracy']:.1%} | {acts} | {aa} | {m['prompt_tokens']} | "
+            f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = list(results)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    acc = [results[m]["accuracy"] * 100 for m in modes]
+    bars = ax1.bar(modes, acc, color="#4c72b0")
+    ax1.bar_label(bars, fmt="%.1f")
+    ax1.set_ylabel("accuracy (%)")
+    ax1.set_title("PopQA accuracy per mode (n = " + ", ".join(sorted({str(results[m]['n']) for m in modes})) + ")")
+    bottom = [0.0] * len(modes)
+    for s in STAGES:
+        vals = [results[m]["stage_seconds"][s] for m in modes]
+        ax2.bar(modes, vals, bottom=bottom, label=s)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax2.set_ylabel("seconds per question")
+    ax2.set_title("time per stage")
+    ax2.legend()
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="x", rotation=25)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, n: int) -> list[dict]:
+    records_path = out / f"records-{mode}.jsonl"
+    if records_path.exists():
+        existing = [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
+        if len(existing) == n:
+            print(f"{mode}: reusing {records_path}", file=sys.stderr)
+            return existing
+    args = [a for part in MODES[mode] for a in
+            (["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part])]
+    cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions_file), "-o", str(records_path),
+           "--index", str(index), "--model", model, *args]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
+    print(f"{mode}: {' '.join(cmd)}", file=sys.stderr)
+    start = time.perf_counter()
+    with open(out / f"log-{mode}.txt", "w") as log:
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=out)
+    print(f"{mode}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="PopQA benchmark of crag's modes.")
+    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions")
+    parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
+    parser.add_argument("--model", default="qwen2.5-0.5b")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    from crag_cli.index import BM25Index, build_index
+    from webstandin import start_in_thread
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
+    lines = lines[: args.limit] if args.limit else lines
+    questions_file = out / "questions.jsonl"
+    questions_file.write_text("\n".join(lines) + "\n")
+    questions = {json.loads(line)["id"]: json.loads(line) for line in lines}
+
+    index_dir = out / "index"
+    report = build_index(args.data / "corpus.jsonl", index_dir)
+    print(f"index: {report.status}, {report.passages} passages", file=sys.stderr)
+    passages = {p.id: p.text for p in BM25Index.load(index_dir).passages}
+    server, web_url = start_in_thread(args.data / "web.jsonl")
+    print(f"web stand-in at {web_url}", file=sys.stderr)
+
+    results = {}
+    previous = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
+    try:
+        for mode in modes:
+            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, len(lines))
+            results[mode] = summarise(records, passages, questions)
+            print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)
+    finally:
+        server.shutdown()
+    merged = {**{k: v for k, v in previous.items() if k not in results}, **results}
+    (out / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
+    (out / "results.md").write_text(table(merged))
+    chart(merged, out / "results.png")
+    print(table(merged))
+
+
+if __name__ == "__main__":
+    main()

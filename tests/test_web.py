@@ -1,0 +1,191 @@
+import json
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from crag_cli.cli import app
+from crag_cli.evaluator import MiniLMEvaluator
+from crag_cli.generator import Generation
+from crag_cli.websearch import (
+    DdgsBackend, DiskCache, Fetcher, SearchError, SearxngBackend, WebSearch, accept_query, check_url,
+    content_words, rewrite_query, wikipedia_first,
+)
+from crag_cli.web import SearchResult
+from webserver import LocalWeb
+
+
+@pytest.fixture(scope="module")
+def web():
+    with LocalWeb() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return MiniLMEvaluator()
+
+
+class RecordingGenerator:
+    """Returns a fixed reply and records the prompts it was given."""
+
+    n_ctx = 2048
+
+    def __init__(self, reply):
+        self.reply, self.prompts = reply, []
+
+    def count_tokens(self, messages):
+        return sum(len(m["content"].split()) for m in messages)
+
+    def generate(self, messages, max_tokens, on_token=None):
+        self.prompts.append(messages)
+        return Generation(self.reply, 0, 1)
+
+
+def test_content_words_fallback():
+    assert content_words("What is Henry Feilden's occupation?") == "Henry Feilden occupation"
+    assert content_words("Who is it?") == "Who is it?"
+
+
+@pytest.mark.parametrize("raw, ok", [
+    ("Henry Feilden, occupation", "Henry Feilden, occupation"),
+    ("query: Henry Feilden, occupation\nmore", "Henry Feilden, occupation"),
+    ("politician", None),  # an answer, not a query
+    ("Henry Feilden was an English politician.", None),  # a sentence
+    ("", None),
+    ("Feilden, a, b, c", None),  # more than three keywords
+])
+def test_accept_query(raw, ok):
+    assert accept_query(raw, "What is Henry Feilden's occupation?") == ok
+
+
+def test_rewrite_puts_the_question_in_the_prompt_and_falls_back():
+    gen = RecordingGenerator("Zorblat Quintana, occupation")
+    assert rewrite_query("What is Zorblat Quintana's occupation?", gen) == ("Zorblat Quintana, occupation", True, None)
+    assert gen.prompts[0][-1] == {"role": "user", "content": "question: What is Zorblat Quintana's occupation?"}
+    assert [m["role"] for m in gen.prompts[0][:3]] == ["system", "user", "assistant"]
+    query, rewritten, note = rewrite_query("What is Zorblat Quintana's occupation?", RecordingGenerator("sculptor"))
+    assert (query, rewritten) == ("Zorblat Quintana occupation", False) and "not a keyword query" in note
+
+
+def test_url_guard():
+    assert check_url("file:///etc/passwd", True).startswith("refused: scheme")
+    assert "non-public address 127.0.0.1" in check_url("http://127.0.0.1:9/x", False)
+    assert "non-public" in check_url("http://[::1]/", False)
+    assert "non-public" in check_url("http://169.254.169.254/latest", False)
+    assert "non-public" in check_url("http://10.1.2.3/", False)
+    assert check_url("http://127.0.0.1:9/x", True) is None
+    assert check_url("http://127.0.0.1:9/x", False, trusted_hosts=("127.0.0.1",)) is None
+
+
+def test_fetcher_limits(web):
+    fetcher = Fetcher(timeout=10.0, max_bytes=100_000, allow_private=False, trusted_hosts=("127.0.0.1",))
+    urls = [f"{web.url}{p}" for p in ("/wiki/Zorblat_Quintana", "/huge", "/report.pdf", "/missing",
+                                      "/redirect-private", "/redirect-loop", "/notes.txt")]
+    pages = {p.url.removeprefix(web.url): p for p in fetcher.fetch_all(urls)}
+    slow = Fetcher(timeout=1.0, trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/slow"])
+    pages["/slow"] = slow[0]
+    assert pages["/wiki/Zorblat_Quintana"].status == 200 and "bronze birds" in pages["/wiki/Zorblat_Quintana"].body
+    assert "timed out" in pages["/slow"].error
+    assert pages["/huge"].truncated and len(pages["/huge"].body) <= 100_000
+    assert pages["/report.pdf"].error == "unsupported content type application/pdf"
+    assert pages["/missing"].error == "HTTP 404"
+    assert "redirect to http://localhost" in pages["/redirect-private"].error and "non-public" in pages["/redirect-private"].error
+    assert "more than 3 redirects" in pages["/redirect-loop"].error
+    assert pages["/notes.txt"].content_type == "text/plain"
+    assert all(ua.startswith("crag-cli/") for path, ua in web.server.requests if path == "/wiki/Zorblat_Quintana")
+    refused = Fetcher(allow_private=False).fetch_all([f"{web.url}/wiki/Zorblat_Quintana"])[0]
+    assert "non-public address 127.0.0.1" in refused.error
+
+
+def test_searxng_backend(web):
+    results = SearxngBackend(web.url, allow_private=False).search("zorblat", 3)  # its own host is trusted
+    assert [r.url for r in results] == [f"{web.url}/wiki/Zorblat_Quintana", f"{web.url}/blog/quintana", f"{web.url}/notes.txt"]
+    assert results[0].snippet.startswith("snippet for")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    with pytest.raises(SearchError, match="unreachable"):
+        SearxngBackend(f"http://127.0.0.1:{dead}").search("x", 3)
+
+
+def test_ddgs_contract_real_parser_against_local_server(web):
+    backend = DdgsBackend(endpoint=f"{web.url}/html/", timeout=5)
+    results = backend.search("zorblat quintana", 2)
+    assert [r.url for r in results] == [f"{web.url}/wiki/Zorblat_Quintana", f"{web.url}/blog/quintana"]
+    assert results[0].title == "Title /wiki/Zorblat_Quintana" and "zorblat quintana" in results[0].snippet
+    with pytest.raises(SearchError, match="No results found.*rate-limits"):
+        backend.search("nothing", 2)
+    with pytest.raises(Exception, match="unknown ddgs engine"):
+        DdgsBackend(engine="nope")
+
+
+def test_wikipedia_first():
+    rs = [SearchResult("https://blog.example/x"), SearchResult("https://en.wikipedia.org/wiki/X"), SearchResult("https://a.org")]
+    assert [r.url for r in wikipedia_first(rs)] == ["https://en.wikipedia.org/wiki/X", "https://blog.example/x", "https://a.org"]
+
+
+def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
+    stage = WebSearch(
+        SearxngBackend(web.url), minilm, RecordingGenerator("Zorblat Quintana, occupation"),
+        Fetcher(timeout=2, allow_private=True), results=4, cache=DiskCache(tmp_path / "c", ttl=3600),
+        strips=3, filter_threshold=-1,
+    )  # fmt: skip
+    timings = {}
+    ext = stage.run("What is Zorblat Quintana's occupation?", timings)
+    assert ext.query == "Zorblat Quintana, occupation" and ext.rewritten
+    status = {p["url"].removeprefix(web.url): p for p in ext.pages}
+    assert status["/wiki/Zorblat_Quintana"]["status"] == 200 and status["/report.pdf"]["error"].startswith("unsupported")
+    assert any("sculptor" in s.text for s in ext.strips)
+    assert all(s.source.startswith(web.url) for s in ext.strips)
+    assert not any("Main menu" in s.text or "Privacy policy" in s.text for s in ext.strips)
+    assert {"rewrite", "search", "refine"} <= set(timings)
+    before = len(web.server.requests)
+    again = stage.run("What is Zorblat Quintana's occupation?", {})
+    assert len(web.server.requests) == before + 1  # only the PDF (not cached: it failed) is fetched again
+    assert [s.text for s in again.strips] == [s.text for s in ext.strips]
+    assert any(p.get("cached") for p in again.pages)
+
+
+def test_web_stage_falls_back_to_snippets(minilm):
+    with LocalWeb(result_paths=("/report.pdf", "/empty")) as server:
+        stage = WebSearch(SearxngBackend(server.url), minilm, None, Fetcher(timeout=2, allow_private=True),
+                          rewrite=False, filter_threshold=-1)
+        ext = stage.run("zorblat quintana", {})
+    assert ext.query == "zorblat quintana" and not ext.rewritten
+    assert ext.from_snippets and ext.strips and "snippets" in ext.error
+
+
+def _ask(*args):
+    return CliRunner().invoke(app, ["ask", *map(str, args)])
+
+
+def test_ask_incorrect_uses_the_web_and_shows_urls(web, built_index, tiny_gguf):
+    r = _ask("What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
+             "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--allow-private",
+             "--max-tokens", "4", "--no-cache")
+    assert r.exit_code == 0, r.output
+    assert "action: INCORRECT" in r.stderr
+    assert f"source [1] {web.url}/" in r.stderr
+    r = _ask("What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
+             "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--allow-private",
+             "--max-tokens", "4", "--no-cache", "--no-rewrite", "--json")
+    rec = json.loads(r.stdout)
+    ext = rec["external_knowledge"]
+    assert ext["backend"] == "searxng" and ext["query"] == "What is Zorblat Quintana's occupation?"
+    assert ext["strips"] and all(s["url"].startswith(web.url) for s in ext["strips"])
+    assert {p["url"] for p in ext["pages"]} >= {f"{web.url}/wiki/Zorblat_Quintana"}
+    assert rec["internal_knowledge"] is None and rec["error"] is None
+
+
+def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    r = _ask("capital of Germany?", "--index", built_index, "--model", tiny_gguf, "--upper", "1", "--lower", "-1",
+             "--web", "searxng", "--searxng-url", f"http://127.0.0.1:{dead}", "--max-tokens", "4", "--json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["action"] == "ambiguous" and rec["internal_knowledge"]
+    assert "search failed: SearxNG unreachable" in rec["external_knowledge"]["error"]
+    assert rec["answer"] is not None
