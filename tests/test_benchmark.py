@@ -1,0 +1,58 @@
+"""The benchmark's web stand-in and its metrics."""
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import popqa  # noqa: E402
+from webstandin import start_in_thread  # noqa: E402
+
+from crag_cli.websearch import Fetcher, SearxngBackend, page_text  # noqa: E402
+
+
+def test_standin_is_a_searxng_api_with_html_pages(tmp_path):
+    web = tmp_path / "web.jsonl"
+    rows = [
+        {"id": "w0", "title": "Ole Krarup", "text": "Ole Krarup was a Danish politician and professor of law."},
+        {"id": "w1", "title": "Ole Krarup", "text": "He died in 2017."},
+        {"id": "w2", "title": "Blue Train (album)", "text": "Blue Train is a jazz album by John Coltrane."},
+        {"id": "w3", "title": "Seal hunting", "text": "Seal hunting is an occupation in the Arctic."},
+    ]
+    web.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    server, url = start_in_thread(web)
+    try:
+        results = SearxngBackend(url).search("Ole Krarup, occupation", 5)
+        assert results[0].title == "Ole Krarup" and results[0].url == f"{url}/wiki/Ole_Krarup"
+        assert httpx.get(f"{url}/search", params={"q": "x"}).status_code == 403  # like SearxNG without format=json
+        page = Fetcher(allow_private=True).fetch_all([results[0].url])[0]
+        title, text = page_text(page)
+        assert "Danish politician" in text and "He died in 2017." in text
+        assert "Random article" not in text and "Creative Commons" not in text
+        assert Fetcher(allow_private=True).fetch_all([f"{url}/wiki/Nope"])[0].error == "HTTP 404"
+    finally:
+        server.shutdown()
+
+
+def test_summarise_metrics():
+    questions = {"a": {"answers": ["paris"]}, "b": {"answers": ["rome"]}, "c": {"answers": ["oslo"]}}
+    passages = {"p1": "Paris is in France", "p2": "Nothing here"}
+    records = [
+        {"id": "a", "action": "correct", "correct": True, "prompt_tokens": 100, "scores": [{"id": "p1"}],
+         "timings": {"retrieve": 0.1, "evaluate": 0.2, "generate": 1.0, "total": 1.3}},
+        {"id": "b", "action": "incorrect", "correct": False, "prompt_tokens": 50, "scores": [{"id": "p2"}],
+         "timings": {"rewrite": 0.5, "search": 1.0, "generate": 1.0, "total": 2.5}},
+        {"id": "c", "action": "ambiguous", "correct": False, "prompt_tokens": None, "scores": [{"id": "p1"}],
+         "timings": {"total": 0.2}, "error": "generation failed"},
+    ]
+    m = popqa.summarise(records, passages, questions)
+    assert m["n"] == 3 and m["accuracy"] == round(1 / 3, 4)
+    assert m["actions"] == {"correct": 1, "incorrect": 1, "ambiguous": 1}
+    assert m["action_accuracy"] == round(2.5 / 3, 4)  # right, right, half
+    assert m["prompt_tokens"] == 75.0
+    assert m["stage_seconds"]["search"] == 0.5  # rewrite + search, averaged over 3
+    assert m["seconds_per_question"] == round(4.0 / 3, 3) and m["errors"] == 1
+    assert "| a |" not in popqa.table({"crag": m}) and "| crag | 3 | 33.3% | 1/1/1 |" in popqa.table({"crag": m})
