@@ -53,7 +53,8 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
         return None
     from .websearch import build_web_corrector
 
-    return build_web_corrector(settings, evaluator, generator, th)
+    rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite else None
+    return build_web_corrector(settings, evaluator, rewriter, th)
 
 
 def pipeline(settings: Settings, with_generator: bool = True, index: BM25Index | None = None) -> Pipeline:

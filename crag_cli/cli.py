@@ -385,6 +385,8 @@ def batch(
         pipe.generator.load()
         if mode in ("crag", "rag+web"):
             pipe.evaluator.load()  # so that no question's timings include loading a model
+            if pipe.web is not None and getattr(pipe.web, "generator", None) is not None:
+                pipe.web.generator.load()
     except CragError as exc:
         fail(str(exc))
     lines = list(read_questions(input))

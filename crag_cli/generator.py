@@ -206,6 +206,15 @@ class LlamaGenerator:
         self._formatter = None
         self.model_path: Path | None = None
 
+    def fork(self, n_ctx: int | None = None) -> "LlamaGenerator":
+        """A second generator on the same model with its own context (and prompt cache).
+
+        The weights are memory-mapped, so the fork costs only its KV cache; a
+        prompt family used over and over (the query rewriter's few-shot prefix)
+        then stays cached instead of evicting the answer prompt's.
+        """
+        return LlamaGenerator(self.model, n_ctx or self.n_ctx, self.temperature, self.seed, self.threads)
+
     def load(self) -> None:
         if self._llm is not None:
             return

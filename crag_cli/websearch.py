@@ -411,11 +411,27 @@ class Fetcher:
         return Page(url, error=f"more than {MAX_REDIRECTS} redirects")
 
 
-def page_text(page: Page) -> tuple[str, str]:
-    """``(title, main text)`` of a fetched page: readability for HTML, paragraphs for plain text."""
+MAX_PAGE_WORDS = 3000  # words of a page's main text that are refined (bounds the evaluator's work per page)
+
+
+def page_text(page: Page, max_words: int = MAX_PAGE_WORDS) -> tuple[str, str]:
+    """``(title, main text)`` of a fetched page: readability for HTML, paragraphs for plain text.
+
+    Only whole paragraphs within the first ``max_words`` words are kept (at least one).
+    """
     if page.content_type == "text/plain":
-        return "", "\n\n".join(paragraphs(page.body))
-    return html_main_text(page.body)
+        title, paras = "", paragraphs(page.body)
+    else:
+        title, text = html_main_text(page.body)
+        paras = text.split("\n\n") if text else []
+    kept, words = [], 0
+    for para in paras:
+        n = len(para.split())
+        if kept and words + n > max_words:
+            break
+        kept.append(para)
+        words += n
+    return title, "\n\n".join(kept)
 
 
 # --------------------------------------------------------------------------- the stage
