@@ -54,44 +54,44 @@ def main(
 
 
 # ----------------------------------------------------------------------------- shared options
-IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Index directory. [default: .crag-index]")]
-TopK = Annotated[Optional[int], typer.Option("-k", "--top-k", help="Passages to retrieve. [default: 10]")]
+IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Index directory. (default: .crag-index)")]
+TopK = Annotated[Optional[int], typer.Option("-k", "--top-k", help="Passages to retrieve. (default: 10)")]
 EvaluatorOpt = Annotated[
-    Optional[str], typer.Option("--evaluator", help="minilm (embedded), minilm:PATH or t5:PATH. [default: minilm]")
+    Optional[str], typer.Option("--evaluator", help="minilm (embedded), minilm:PATH or t5:PATH. (default: minilm)")
 ]
 Preset = Annotated[Optional[str], typer.Option("--preset", help="Paper thresholds: popqa, pubqa, arc or bio.")]
 Upper = Annotated[Optional[float], typer.Option("--upper", help="Upper threshold: Correct if any score >= it.")]
 Lower = Annotated[Optional[float], typer.Option("--lower", help="Lower threshold: Incorrect if all scores < it.")]
 Filter = Annotated[Optional[float], typer.Option("--filter-threshold", help="Strips scoring below it are dropped.")]
-BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Evaluator pairs per forward pass. [default: 32]")]
+BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Evaluator pairs per forward pass. (default: 32)")]
 StripMode = Annotated[
-    Optional[str], typer.Option("--strip-mode", help="excerption, fixed_num or selection. [default: excerption]")
+    Optional[str], typer.Option("--strip-mode", help="excerption, fixed_num or selection. (default: excerption)")
 ]
-Strips = Annotated[Optional[int], typer.Option("--strips", help="Strips kept by refinement. [default: 5]")]
+Strips = Annotated[Optional[int], typer.Option("--strips", help="Strips kept by refinement. (default: 5)")]
 Model = Annotated[
-    Optional[str], typer.Option("--model", help="qwen2.5-0.5b, smollm2-135m or a .gguf path. [default: qwen2.5-0.5b]")
+    Optional[str], typer.Option("--model", help="qwen2.5-0.5b, smollm2-135m or a .gguf path. (default: qwen2.5-0.5b)")
 ]
-Task = Annotated[Optional[str], typer.Option("--task", help="Prompt: popqa, bio, pubqa or arc. [default: popqa]")]
-MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="Tokens to generate. [default: per task]")]
-NCtx = Annotated[Optional[int], typer.Option("--n-ctx", help="Model context window. [default: 4096]")]
-Temperature = Annotated[Optional[float], typer.Option("--temperature", help="0 = greedy. [default: 0]")]
-Seed = Annotated[Optional[int], typer.Option("--seed", help="Sampling seed. [default: 0]")]
+Task = Annotated[Optional[str], typer.Option("--task", help="Prompt: popqa, bio, pubqa or arc. (default: popqa)")]
+MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="Tokens to generate. (default: per task)")]
+NCtx = Annotated[Optional[int], typer.Option("--n-ctx", help="Model context window. (default: 4096)")]
+Temperature = Annotated[Optional[float], typer.Option("--temperature", help="0 = greedy. (default: 0)")]
+Seed = Annotated[Optional[int], typer.Option("--seed", help="Sampling seed. (default: 0)")]
 Threads = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for generation.")]
 RefineOpt = Annotated[
-    Optional[bool], typer.Option("--refine/--no-refine", help="Refine knowledge into strips. [default: refine]")
+    Optional[bool], typer.Option("--refine/--no-refine", help="Refine knowledge into strips. (default: refine)")
 ]
-Web = Annotated[Optional[str], typer.Option("--web", help="Web search: none, ddgs or searxng. [default: none]")]
+Web = Annotated[Optional[str], typer.Option("--web", help="Web search: none, ddgs or searxng. (default: none)")]
 SearxUrl = Annotated[Optional[str], typer.Option("--searxng-url", help="Base URL of a SearxNG instance.")]
 Rewrite = Annotated[
-    Optional[bool], typer.Option("--rewrite/--no-rewrite", help="Rewrite the question into keywords. [default: rewrite]")
+    Optional[bool], typer.Option("--rewrite/--no-rewrite", help="Rewrite the question into keywords. (default: rewrite)")
 ]
-WebResults = Annotated[Optional[int], typer.Option("--web-results", help="Result pages to fetch. [default: 5]")]
+WebResults = Annotated[Optional[int], typer.Option("--web-results", help="Result pages to fetch. (default: 5)")]
 WikiFirst = Annotated[Optional[bool], typer.Option("--wiki-first/--no-wiki-first", help="Wikipedia results first.")]
 AllowPrivate = Annotated[
     Optional[bool],
     typer.Option("--allow-private/--no-allow-private", help="Allow fetching loopback/private addresses."),
 ]
-Cache = Annotated[Optional[bool], typer.Option("--cache/--no-cache", help="Use the on-disk web cache. [default: cache]")]
+Cache = Annotated[Optional[bool], typer.Option("--cache/--no-cache", help="Use the on-disk web cache. (default: cache)")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 EVAL_KEYS = ("index", "top_k", "evaluator", "preset", "upper", "lower", "filter_threshold", "batch_size")
