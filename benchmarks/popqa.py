@@ -27,7 +27,9 @@ case-insensitive), count per action, action accuracy (Correct right when the
 retrieved local passages hold a gold answer, Incorrect right when they do not,
 Ambiguous half right), mean prompt tokens, seconds per question, and mean
 seconds per stage (retrieve, evaluate, refine, search = rewrite + search +
-fetch, generate).
+fetch, generate). Diagnostics: the share of questions whose knowledge given to
+the generator holds a gold answer (an upper bound for a perfect reader), and,
+among questions that used the web, the share whose kept web strips hold one.
 """
 
 from __future__ import annotations
@@ -67,7 +69,19 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     right = 0.0
     stage = {s: 0.0 for s in STAGES}
     prompt_tokens = [r["prompt_tokens"] for r in records if r.get("prompt_tokens") is not None]
+    knowledge_holds = web_used = web_holds = 0
     for r in records:
+        gold = questions[r["id"]]["answers"]
+        ext = r.get("external_knowledge") or {}
+        web_texts = [s["text"] for s in ext.get("strips") or []]
+        if r.get("mode") in ("rag", "rag+web"):
+            texts = [passages.get(s["id"], "") for s in r.get("scores") or []]
+        else:
+            texts = [s["text"] for s in r.get("internal_knowledge") or []]
+        knowledge_holds += any(holds(t, gold) for t in texts + web_texts)
+        if ext and ext.get("backend") != "none":
+            web_used += 1
+            web_holds += any(holds(t, gold) for t in web_texts)
         action = r.get("action")
         if action:
             actions[action] = actions.get(action, 0) + 1
@@ -85,20 +99,24 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "prompt_tokens": round(sum(prompt_tokens) / len(prompt_tokens), 1) if prompt_tokens else None,
         "seconds_per_question": round(sum((r.get("timings") or {}).get("total", 0.0) for r in records) / n, 3),
         "stage_seconds": {s: round(v / n, 3) for s, v in stage.items()},
+        "knowledge_holds_answer": round(knowledge_holds / n, 4) if n else None,
+        "web_used": web_used,
+        "web_strips_hold_answer": round(web_holds / web_used, 4) if web_used else None,
         "errors": sum(bool(r.get("error")) for r in records),
     }
 
 
 def table(results: dict) -> str:
-    head = ("| mode | n | accuracy | actions (C/A/I) | action acc. | prompt tokens | s/question | "
-            + " | ".join(f"{s} s" for s in STAGES) + " |")
-    lines = [head, "|" + "---|" * (7 + len(STAGES))]
+    head = ("| mode | n | accuracy | actions (C/A/I) | action acc. | knowledge holds answer | prompt tokens | "
+            "s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |")
+    lines = [head, "|" + "---|" * (8 + len(STAGES))]
     for mode, m in results.items():
         a = m["actions"]
         acts = f"{a.get('correct', 0)}/{a.get('ambiguous', 0)}/{a.get('incorrect', 0)}" if a else "–"
         aa = f"{m['action_accuracy']:.1%}" if m["action_accuracy"] is not None else "–"
         lines.append(
-            f"| {mode} | {m['n']} | {m['accuracy']:.1%} | {acts} | {aa} | {m['prompt_tokens']} | "
+            f"| {mode} | {m['n']} | {m['accuracy']:.1%} | {acts} | {aa} | {m['knowledge_holds_answer']:.1%} | "
+            f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
     return "\n".join(lines) + "\n"

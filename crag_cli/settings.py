@@ -58,7 +58,6 @@ class Settings:
     fetch_timeout: float = 10.0
     max_page_bytes: int = 2_000_000
     cache: bool = True
-    cache_dir: Path | None = None
     cache_ttl: float = 7 * 24 * 3600.0
 
     def replace(self, **changes: Any) -> "Settings":

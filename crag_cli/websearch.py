@@ -558,7 +558,7 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
         raise CragError(f"unknown web backend {settings.web!r}")
     cache = None
     if settings.cache:
-        cache = DiskCache(Path(settings.cache_dir or cache_dir()) / "web", settings.cache_ttl)
+        cache = DiskCache(cache_dir() / "web", settings.cache_ttl)
     return WebSearch(
         backend, evaluator, generator,
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),

@@ -42,8 +42,10 @@ def test_summarise_metrics():
     passages = {"p1": "Paris is in France", "p2": "Nothing here"}
     records = [
         {"id": "a", "action": "correct", "correct": True, "prompt_tokens": 100, "scores": [{"id": "p1"}],
+         "internal_knowledge": [{"text": "Paris is in France"}],
          "timings": {"retrieve": 0.1, "evaluate": 0.2, "generate": 1.0, "total": 1.3}},
         {"id": "b", "action": "incorrect", "correct": False, "prompt_tokens": 50, "scores": [{"id": "p2"}],
+         "external_knowledge": {"backend": "searxng", "strips": [{"text": "Rome is in Italy"}]},
          "timings": {"rewrite": 0.5, "search": 1.0, "generate": 1.0, "total": 2.5}},
         {"id": "c", "action": "ambiguous", "correct": False, "prompt_tokens": None, "scores": [{"id": "p1"}],
          "timings": {"total": 0.2}, "error": "generation failed"},
@@ -55,4 +57,8 @@ def test_summarise_metrics():
     assert m["prompt_tokens"] == 75.0
     assert m["stage_seconds"]["search"] == 0.5  # rewrite + search, averaged over 3
     assert m["seconds_per_question"] == round(4.0 / 3, 3) and m["errors"] == 1
-    assert "| a |" not in popqa.table({"crag": m}) and "| crag | 3 | 33.3% | 1/1/1 |" in popqa.table({"crag": m})
+    assert m["knowledge_holds_answer"] == round(2 / 3, 4)
+    assert m["web_used"] == 1 and m["web_strips_hold_answer"] == 1.0
+    assert "| crag | 3 | 33.3% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
+    rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
+    assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
