@@ -143,18 +143,17 @@ class Pipeline:
         return result
 
     def _internal(self, result: Result) -> list[Strip]:
-        """Refine the passages the evaluator did not judge irrelevant (score >= lower)."""
-        kept = [
-            KnowledgeSource(h.passage.id, h.passage.title, h.passage.text)
-            for h, s in zip(result.hits, result.scores)
-            if s >= self.thresholds.lower
-        ]
+        """Refine the passages the evaluator did not judge irrelevant (score >= lower).
+
+        With ``refine_knowledge=False`` those passages are returned whole, one strip each.
+        """
+        kept = [(h, s) for h, s in zip(result.hits, result.scores) if s >= self.thresholds.lower]
         if not self.refine_knowledge:
-            return [Strip(k.text, k.id, k.title, (i, 0), s) for i, (k, s) in
-                    enumerate(zip(kept, (s for s in result.scores if s >= self.thresholds.lower)))]  # fmt: skip
+            return [Strip(h.passage.text, h.passage.id, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
+        sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in kept]
         with _Timer(result.timings, "refine"):
             return refine(
-                result.question, kept, self.evaluator, self.strip_mode, self.strips, self.thresholds.filter
+                result.question, sources, self.evaluator, self.strip_mode, self.strips, self.thresholds.filter
             )
 
     def _external(self, result: Result) -> ExternalKnowledge:

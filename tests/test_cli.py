@@ -137,3 +137,14 @@ def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatc
     monkeypatch.setenv("CRAG_TOP_K", "many")
     r = invoke("evaluate", "capital of Germany?")
     assert r.exit_code == 1 and "CRAG_TOP_K" in r.stderr
+
+
+def test_no_refine_gives_whole_passages(built_index, tiny_gguf):
+    from crag_cli.index import BM25Index
+
+    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
+               "--upper", "-1", "--lower", "-1", "--max-tokens", "2", "--no-refine", "--json")
+    rec = json.loads(r.stdout)
+    texts = {p.id: p.text for p in BM25Index.load(built_index).passages}
+    assert [k["text"] for k in rec["internal_knowledge"]] == [texts[s["id"]] for s in rec["scores"]]
+    assert "refine" not in rec["timings"]
