@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide
+from .calibrate import holds_answer
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
@@ -52,16 +53,8 @@ class Result:
 
 
 def is_correct(answer: str, gold: Sequence[str]) -> bool:
-    """PopQA's metric, case-insensitive: some gold alias occurs in the answer.
-
-    Parameters
-    ----------
-    answer : str
-    gold : sequence of str
-        Aliases; empty aliases never match.
-    """
-    low = answer.lower()
-    return any(g and g.lower() in low for g in gold)
+    """PopQA's metric, case-insensitive: some (non-empty) gold alias occurs in the answer."""
+    return holds_answer(answer, gold)
 
 
 class _Timer:
