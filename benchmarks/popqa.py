@@ -17,10 +17,11 @@ generator and web (no web cache, so every mode pays for its searches):
 ``crag-no-rewrite`` CRAG that searches with the question itself
 ==================  =====================================================
 
-It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records; an existing file
-with as many records as questions is reused, so a report can be redrawn
-without rerunning), ``OUTDIR/results.json``, ``OUTDIR/results.md`` and
-``OUTDIR/results.png``.
+It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
+that starts with records for all the questions is reused, so a report can be
+redrawn without rerunning; one that stops part-way, say because the run was
+interrupted, is resumed with ``crag batch --resume``; any other is replaced),
+``OUTDIR/results.json``, ``OUTDIR/results.md`` and ``OUTDIR/results.png``.
 
 Metrics per mode: accuracy (a gold alias occurs in the answer,
 case-insensitive), count per action, action accuracy (Correct right when the
@@ -147,21 +148,29 @@ def chart(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, n: int) -> list[dict]:
+def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, ids: list[str]) -> list[dict]:
+    """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR."""
+    n = len(ids)
     records_path = out / f"records-{mode}.jsonl"
+    existing = []
     if records_path.exists():
-        existing = [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
-        if len(existing) == n:
-            print(f"{mode}: reusing {records_path}", file=sys.stderr)
-            return existing
+        for line in records_path.read_text().splitlines():
+            try:
+                existing.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut off by an interruption ends what is usable
+                break
+        if len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
+            print(f"{mode}: reusing the first {n} records of {records_path}", file=sys.stderr)
+            return existing[:n]
+    resume = bool(existing) and [r.get("id") for r in existing] == ids[: len(existing)]
     args = [a for part in MODES[mode] for a in
             (["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part])]
     cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions_file), "-o", str(records_path),
-           "--index", str(index), "--model", model, *args]  # fmt: skip
+           "--index", str(index), "--model", model, *args, *(["--resume"] if resume else [])]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
     print(f"{mode}: {' '.join(cmd)}", file=sys.stderr)
     start = time.perf_counter()
-    with open(out / f"log-{mode}.txt", "w") as log:
+    with open(out / f"log-{mode}.txt", "a" if resume else "w") as log:
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=out)
     print(f"{mode}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
@@ -202,7 +211,7 @@ def main() -> None:
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     try:
         for mode in modes:
-            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, len(lines))
+            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions))
             results[mode] = summarise(records, passages, questions)
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)
     finally:

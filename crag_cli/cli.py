@@ -364,6 +364,9 @@ def batch(
     allow_private: AllowPrivate = None,
     cache: Cache = None,
     limit: Annotated[Optional[int], typer.Option(help="Process only the first N lines.")] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Keep the records already in --output and answer only the lines after them.")
+    ] = False,
 ) -> None:
     """Answer every question of a JSONL file; one result record per input line, written as soon as it is done.
 
@@ -373,37 +376,60 @@ def batch(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from .pipeline import MODES
-    from .records import error_record, read_questions, to_record
+    from .records import completed_records, error_record, read_questions, to_record
 
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
     if not input.is_file():
         fail(f"no such file: {input}")
+    if resume and output is None:
+        fail("--resume needs -o/--output: the file whose records to keep")
     settings = _settings(ctx, _flags(locals(), ASK_KEYS))
-    pipe = _pipeline(settings, with_generator=True)
-    try:
-        pipe.generator.load()
-        if mode in ("crag", "rag+web"):
-            pipe.evaluator.load()  # so that no question's timings include loading a model
-            if pipe.web is not None and getattr(pipe.web, "generator", None) is not None:
-                pipe.web.generator.load()
-    except CragError as exc:
-        fail(str(exc))
     lines = list(read_questions(input))
     if limit is not None:
         lines = lines[:limit]
     if not lines:
         fail(f"{input} holds no question")
-    sink = open(output, "w", encoding="utf-8") if output else sys.stdout
+    try:
+        done = completed_records(output, lines) if resume else []
+    except CragError as exc:
+        fail(str(exc))
+    todo = lines[len(done):]
+    if done:
+        err.print(f"resuming after the {len(done)} records already in {output}", markup=False)
+    if not todo:
+        err.print(f"nothing to do: {output} holds a record for every line", markup=False)
+    pipe = _pipeline(settings, with_generator=True)
+    try:
+        if todo:
+            pipe.generator.load()
+        if todo and mode in ("crag", "rag+web"):
+            pipe.evaluator.load()  # so that no question's timings include loading a model
+            if pipe.web is not None and getattr(pipe.web, "generator", None) is not None:
+                pipe.web.generator.load()
+    except CragError as exc:
+        fail(str(exc))
+    sink = open(output, "a" if resume else "w", encoding="utf-8") if output else sys.stdout
     writer = jsonlines.Writer(sink, flush=True, compact=True)
     actions: Counter = Counter()
     graded = correct = errors = 0
+
+    def count(rec: dict) -> None:
+        nonlocal graded, correct, errors
+        actions[rec.get("action") or ("error" if rec.get("error") else mode)] += 1
+        errors += bool(rec.get("error"))
+        if rec.get("correct") is not None:
+            graded += 1
+            correct += bool(rec["correct"])
+
+    for rec in done:
+        count(rec)
     start = time.perf_counter()
     try:
         with Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       TextColumn("{task.description}"), console=err, disable=not err.is_terminal) as progress:  # fmt: skip
-            bar = progress.add_task("", total=len(lines))
-            for q in lines:
+            bar = progress.add_task("", total=len(lines), completed=len(done))
+            for q in todo:
                 if q.error:
                     rec = error_record(q.id, q.question, q.error, q.line)
                 else:
@@ -412,17 +438,13 @@ def batch(
                     except Exception as exc:  # one bad question never stops the batch
                         rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
                 writer.write(rec)
-                actions[rec.get("action") or ("error" if rec.get("error") else mode)] += 1
-                errors += bool(rec.get("error"))
-                if rec.get("correct") is not None:
-                    graded += 1
-                    correct += bool(rec["correct"])
+                count(rec)
                 acc = f" acc {correct / graded:.1%}" if graded else ""
                 progress.update(bar, advance=1, description=f"{rec.get('action') or ''}{acc}")
-                done = int(progress.tasks[0].completed)
-                if not err.is_terminal and (done % max(1, len(lines) // 10) == 0 or done == len(lines)):
-                    rate = (time.perf_counter() - start) / done
-                    err.print(f"batch: {done}/{len(lines)}{acc}, {rate:.2f} s/question", markup=False)
+                finished = int(progress.tasks[0].completed)
+                if not err.is_terminal and (finished % max(1, len(lines) // 10) == 0 or finished == len(lines)):
+                    rate = (time.perf_counter() - start) / (finished - len(done))
+                    err.print(f"batch: {finished}/{len(lines)}{acc}, {rate:.2f} s/question", markup=False)
     finally:
         writer.close()
         if output:
@@ -431,7 +453,8 @@ def batch(
     parts = [f"{len(lines)} questions", ", ".join(f"{k}: {v}" for k, v in sorted(actions.items()))]
     if graded:
         parts.append(f"accuracy {correct}/{graded} = {correct / graded:.1%}")
-    parts.append(f"{elapsed / len(lines):.2f} s/question")
+    if todo:
+        parts.append(f"{elapsed / len(todo):.2f} s/question" + (f" (the {len(todo)} answered now)" if done else ""))
     if errors:
         parts.append(f"{errors} error record(s)")
     err.print("summary: " + "; ".join(parts), markup=False)

@@ -62,3 +62,23 @@ def test_summarise_metrics():
     assert "| crag | 3 | 33.3% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
     assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
+
+
+def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_index, tiny_gguf, tmp_path):
+    ids = ["q1", "q2", "q3"]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps({"id": i, "question": f"Who is {i}?", "answers": ["x"]}) + "\n" for i in ids))
+    out = tmp_path / "out"
+    out.mkdir()
+    run = lambda ids: popqa.run_mode("no-retrieval", questions, built_index, "", str(tiny_gguf), out, ids)  # noqa: E731
+    first = run(ids)
+    assert [r["id"] for r in first] == ids and all(r["error"] is None for r in first)
+    records = out / "records-no-retrieval.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    records.write_text(lines[0] + lines[1][:10])  # as if the batch had been killed on the second record
+    again = run(ids)
+    assert "resuming after the 1 records" in (out / "log-no-retrieval.txt").read_text()
+    assert records.read_text().startswith(lines[0]) and [r["id"] for r in again] == ids
+    assert [r["answer"] for r in again] == [r["answer"] for r in first]  # greedy: same answers
+    before = records.read_text()
+    assert [r["id"] for r in run(ids[:2])] == ids[:2] and records.read_text() == before  # reused, not rerun

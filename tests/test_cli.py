@@ -113,9 +113,56 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     assert recs[1]["error"].startswith("malformed JSON") and recs[1]["line"] == 2
     assert recs[2]["error"] is None and recs[2]["action"] in ("correct", "incorrect", "ambiguous")
     assert "unknown task" in recs[3]["error"]
-    assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr and "accuracy 0/1" in r.stderr or \
-        "accuracy 1/1" in r.stderr
+    assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr
+    assert "accuracy 0/1" in r.stderr or "accuracy 1/1" in r.stderr
     assert r.stdout == ""
+
+
+def _without_timings(text):
+    return [{k: v for k, v in json.loads(line).items() if k != "timings"} for line in text.splitlines()]
+
+
+def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(
+        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin"]}) + "\n"
+        + "{broken json\n"
+        + json.dumps({"question": "Where was Anna Example born?"}) + "\n"
+        + json.dumps({"id": "q4", "question": "capital of France?", "answers": ["paris"]}) + "\n"
+    )
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
+    full = tmp_path / "full.jsonl"
+    assert invoke("batch", qs, "-o", full, *common).exit_code == 1  # line 2 is an error record
+    lines = full.read_text().splitlines(keepends=True)
+    part = tmp_path / "part.jsonl"
+    part.write_text(lines[0] + lines[1] + lines[2][:25])  # killed while writing the third record
+    r = invoke("batch", qs, "-o", part, "--resume", *common)
+    assert r.exit_code == 1, r.output
+    assert "resuming after the 2 records" in r.stderr and "summary: 4 questions" in r.stderr
+    assert part.read_text().startswith(lines[0] + lines[1])  # kept records are untouched
+    assert _without_timings(part.read_text()) == _without_timings(full.read_text())
+    before = part.read_text()
+    r = invoke("batch", qs, "-o", part, "--resume", *common)
+    assert "nothing to do" in r.stderr and part.read_text() == before
+
+
+@pytest.mark.parametrize("kind", ["other input", "longer", "not json", "no output"])
+def test_batch_resume_refuses_a_file_that_is_not_this_inputs_output(kind, built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n")
+    out = tmp_path / "out.jsonl"
+    content = {
+        "other input": json.dumps({"id": "zzz", "answer": "x"}) + "\n",
+        "longer": (json.dumps({"id": "a"}) + "\n") * 2,
+        "not json": "hello\n",
+        "no output": "",
+    }[kind]
+    out.write_text(content)
+    args = ["-o", out] if kind != "no output" else []
+    r = invoke("batch", qs, *args, "--resume", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert ("cannot resume" in r.stderr) if kind != "no output" else ("--resume needs -o" in r.stderr)
+    assert out.read_text() == content  # nothing overwritten
 
 
 def test_batch_to_stdout_and_rag_mode(built_index, tiny_gguf, tmp_path):
