@@ -174,7 +174,9 @@ def _evaluation_record(result) -> dict:
 def evaluate(
     ctx: typer.Context,
     question: Annotated[Optional[str], typer.Argument(help="The question (or use --input).")] = None,
-    input: Annotated[Optional[Path], typer.Option("--input", help="JSONL file of questions: one JSON line each.")] = None,
+    input: Annotated[
+        Optional[Path], typer.Option("--input", help="JSONL file of questions, one JSON line each (- = stdin).")
+    ] = None,
     index: IndexOpt = None,
     top_k: TopK = None,
     evaluator: EvaluatorOpt = None,
@@ -193,7 +195,7 @@ def evaluate(
     settings = _settings(ctx, _flags(locals(), EVAL_KEYS))
     if question is not None and not question.strip():
         fail("the question is empty")
-    if input is not None and not input.is_file():
+    if input is not None and str(input) != "-" and not input.is_file():
         fail(f"no such file: {input}")
     pipe = _pipeline(settings, with_generator=False)
     try:
@@ -335,7 +337,9 @@ def ask(
 @app.command()
 def batch(
     ctx: typer.Context,
-    input: Annotated[Path, typer.Argument(help="JSONL: question, optional id, answers (gold aliases), task.")],
+    input: Annotated[
+        Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
+    ],
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write records here (default stdout).")] = None,
     mode: Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")] = "crag",
     index: IndexOpt = None,
@@ -380,7 +384,7 @@ def batch(
 
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
-    if not input.is_file():
+    if str(input) != "-" and not input.is_file():
         fail(f"no such file: {input}")
     if resume and output is None:
         fail("--resume needs -o/--output: the file whose records to keep")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -95,9 +97,9 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
     """Yield every non-blank line of a JSONL question file, valid or not, in order.
 
     A line that is not valid JSON (or not UTF-8) yields a :class:`QuestionLine`
-    with ``error`` set; reading goes on.
+    with ``error`` set; reading goes on. The path ``-`` reads standard input.
     """
-    with open(path, "rb") as f:
+    with (nullcontext(sys.stdin.buffer) if str(path) == "-" else open(path, "rb")) as f:
         for lineno, raw in enumerate(f, 1):
             try:
                 text = raw.decode("utf-8")

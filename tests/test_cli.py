@@ -174,6 +174,16 @@ def test_batch_to_stdout_and_rag_mode(built_index, tiny_gguf, tmp_path):
     assert rec["mode"] == "rag" and rec["action"] is None and rec["scores"][0]["score"] is None
 
 
+def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
+    lines = json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n{oops\n"
+    r = invoke("batch", "-", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag",
+               input=lines)  # fmt: skip
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert r.exit_code == 1 and [x["id"] for x in recs] == ["a", None] and recs[1]["error"].startswith("malformed")
+    r = invoke("evaluate", "--input", "-", "--index", built_index, input=lines)
+    assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == ["a", None]
+
+
 def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatch):
     (tmp_path / "crag.toml").write_text(f'index = "{built_index}"\nupper = -1.0\nlower = -1.0\n')
     r = invoke("evaluate", "capital of Germany?", "--json")
