@@ -31,12 +31,15 @@ seconds per stage (retrieve, evaluate, refine, search = rewrite + search +
 fetch, generate). Diagnostics: the share of questions whose knowledge given to
 the generator holds a gold answer (an upper bound for a perfect reader), and,
 among questions that used the web, the share whose kept web strips hold one.
+When ``rag`` is among the modes, every other mode is paired with it on the same
+questions (``vs_rag``: accuracy difference, 95% interval, exact McNemar p).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -105,6 +108,55 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     }
 
 
+def paired(records: list[dict], baseline: list[dict]) -> dict:
+    """Accuracy of one mode against a baseline's on the same questions.
+
+    Parameters
+    ----------
+    records, baseline : list of dict
+        Batch records of the two modes; questions are matched by ``id``.
+
+    Returns
+    -------
+    dict
+        ``n`` paired questions, ``difference`` in accuracy (mode minus baseline),
+        ``ci95`` (normal approximation for the mean of paired differences),
+        ``only_mode`` / ``only_baseline`` (questions only one of them got right)
+        and ``p_value`` of the exact two-sided McNemar test on those two counts.
+    """
+    base = {r["id"]: bool(r.get("correct")) for r in baseline}
+    diffs = [int(bool(r.get("correct"))) - int(base[r["id"]]) for r in records if r["id"] in base]
+    n = len(diffs)
+    if not n:
+        return {"n": 0}
+    only_mode, only_base = diffs.count(1), diffs.count(-1)
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+    half = 1.96 * math.sqrt(var / n)
+    k, m = min(only_mode, only_base), only_mode + only_base
+    p = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
+    return {
+        "n": n, "difference": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)],
+        "only_mode": only_mode, "only_baseline": only_base, "p_value": float(f"{p:.3g}"),
+    }  # fmt: skip
+
+
+def paired_table(results: dict) -> str:
+    """Markdown lines for the modes that carry a ``vs_rag`` comparison (empty when none does)."""
+    rows = [(mode, m["vs_rag"]) for mode, m in results.items() if m.get("vs_rag", {}).get("n")]
+    if not rows:
+        return ""
+    lines = ["", "Paired with `rag` on the same questions:", "",
+             "| mode | n | accuracy − rag | 95% CI | right only here | right only with rag | McNemar p |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for mode, v in rows:
+        lines.append(
+            f"| {mode} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
+            f"{v['ci95'][1] * 100:+.1f} | {v['only_mode']} | {v['only_baseline']} | {v['p_value']:.3g} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def table(results: dict) -> str:
     head = ("| mode | n | accuracy | actions (C/A/I) | action acc. | knowledge holds answer | prompt tokens | "
             "s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |")
@@ -118,7 +170,7 @@ def table(results: dict) -> str:
             f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + paired_table(results)
 
 
 def chart(results: dict, path: Path) -> None:
@@ -207,15 +259,20 @@ def main() -> None:
     server, web_url = start_in_thread(args.data / "web.jsonl")
     print(f"web stand-in at {web_url}", file=sys.stderr)
 
-    results = {}
+    results, records_of = {}, {}
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     try:
         for mode in modes:
             records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions))
             results[mode] = summarise(records, passages, questions)
+            records_of[mode] = records
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)
     finally:
         server.shutdown()
+    if "rag" in records_of:
+        for mode, records in records_of.items():
+            if mode != "rag":
+                results[mode]["vs_rag"] = paired(records, records_of["rag"])
     merged = {**{k: v for k, v in previous.items() if k not in results}, **results}
     (out / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
     (out / "results.md").write_text(table(merged))

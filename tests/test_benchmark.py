@@ -82,3 +82,20 @@ def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_
     assert [r["answer"] for r in again] == [r["answer"] for r in first]  # greedy: same answers
     before = records.read_text()
     assert [r["id"] for r in run(ids[:2])] == ids[:2] and records.read_text() == before  # reused, not rerun
+
+
+def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
+    from scipy.stats import binomtest
+
+    rag = [{"id": f"q{i}", "correct": c} for i, c in enumerate([1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0])]
+    crag = [{"id": f"q{i}", "correct": c} for i, c in enumerate([1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 0])]
+    v = popqa.paired(crag, rag)
+    assert v["n"] == 12 and v["only_mode"] == 6 and v["only_baseline"] == 1
+    assert v["difference"] == round(5 / 12, 4)
+    assert v["p_value"] == float(f"{binomtest(1, 7, 0.5).pvalue:.3g}")
+    lo, hi = v["ci95"]
+    assert lo < 5 / 12 < hi and 0 < lo  # clearly better here
+    same = popqa.paired(rag, rag)
+    assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ci95"] == [0.0, 0.0]
+    assert "| crag | 12 | +41.7 pts |" in popqa.paired_table({"crag": {"vs_rag": v}})
+    assert popqa.paired_table({"rag": {}}) == ""
