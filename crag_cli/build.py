@@ -3,34 +3,11 @@
 from __future__ import annotations
 
 from .actions import Thresholds, resolve_thresholds
-from .errors import CragError
 from .evaluator import Evaluator, build_evaluator
 from .generator import LlamaGenerator
 from .index import BM25Index
 from .pipeline import Pipeline
-from .prompts import TASKS
-from .refine import STRIP_MODES
 from .settings import Settings
-
-WEB_BACKENDS = ("none", "ddgs", "searxng")
-
-
-def check(settings: Settings) -> None:
-    """Reject settings that cannot work, with one clear message."""
-    if settings.top_k < 1:
-        raise CragError("top_k must be at least 1")
-    if settings.strips < 1:
-        raise CragError("strips must be at least 1")
-    if settings.batch_size < 1:
-        raise CragError("batch_size must be at least 1")
-    if settings.strip_mode not in STRIP_MODES:
-        raise CragError(f"unknown strip mode {settings.strip_mode!r}: choose from {', '.join(STRIP_MODES)}")
-    if settings.task not in TASKS:
-        raise CragError(f"unknown task {settings.task!r}: choose from {', '.join(TASKS)}")
-    if settings.web not in WEB_BACKENDS:
-        raise CragError(f"unknown web backend {settings.web!r}: choose from {', '.join(WEB_BACKENDS)}")
-    if settings.n_ctx < 256:
-        raise CragError("n_ctx must be at least 256")
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -58,8 +35,7 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
 
 
 def pipeline(settings: Settings, with_generator: bool = True, index: BM25Index | None = None) -> Pipeline:
-    """A ready pipeline; the index is loaded now, models lazily on first use."""
-    check(settings)
+    """A ready pipeline from validated settings; the index is loaded now, models lazily on first use."""
     th = thresholds(settings)
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None

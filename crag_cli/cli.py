@@ -1,11 +1,18 @@
-"""The ``crag`` command: a thin typer layer over the library. Data on stdout, everything else on stderr."""
+"""The ``crag`` command: a thin typer layer over the library. Data on stdout, everything else on stderr.
+
+Every error, a mistyped flag included, is one ``crag: error: ...`` line on
+stderr and exit status 1. The options that set a :class:`~crag_cli.settings.Settings`
+field are generated from its declaration (:func:`setting_options`), so a flag,
+its ``CRAG_*`` variable and its ``crag.toml`` key are checked the same way.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -13,14 +20,52 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from typer.core import TyperGroup
+
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions
 
 from . import __version__
 from . import build as builder
+from . import settings as settings_decl
 from .errors import CragError
 from .settings import Settings, SettingsError, load_settings
 
+
+class CragGroup(TyperGroup):
+    """Turns click's usage errors (bad flag values, unknown options) into crag's one-line errors, exit 1."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)  # fmt: skip
+        except click_exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            code = 0
+        except click_exceptions.ClickException as exc:
+            hint = ""
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                hint = f" (see: {ctx.command_path} --help)"
+            sys.stderr.write(f"crag: error: {_lower_first(exc.format_message())}{hint}\n")
+            code = 1
+        except click_exceptions.Abort:
+            sys.stderr.write("crag: interrupted\n")
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
 app = typer.Typer(
     name="crag",
+    cls=CragGroup,
     help="Corrective retrieval-augmented generation (CRAG, Yan et al. 2024) over a local BM25 index.",
     no_args_is_help=True,
     add_completion=False,
@@ -33,6 +78,10 @@ def fail(message: str, code: int = 1) -> None:
     """One clear line on stderr, then exit non-zero."""
     err.print(f"crag: error: {message}", markup=False, highlight=False)
     raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    err.print(f"crag: warning: {message}", markup=False, highlight=False)
 
 
 def _version(value: bool) -> None:
@@ -53,62 +102,70 @@ def main(
     ctx.obj = {"config": config}
 
 
-# ----------------------------------------------------------------------------- shared options
-IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Index directory. (default: .crag-index)")]
-TopK = Annotated[Optional[int], typer.Option("-k", "--top-k", help="Passages to retrieve. (default: 10)")]
-EvaluatorOpt = Annotated[
-    Optional[str], typer.Option("--evaluator", help="minilm (embedded), minilm:PATH or t5:PATH. (default: minilm)")
-]
-Preset = Annotated[Optional[str], typer.Option("--preset", help="Paper thresholds: popqa, pubqa, arc or bio.")]
-Upper = Annotated[Optional[float], typer.Option("--upper", help="Upper threshold: Correct if any score >= it.")]
-Lower = Annotated[Optional[float], typer.Option("--lower", help="Lower threshold: Incorrect if all scores < it.")]
-Filter = Annotated[Optional[float], typer.Option("--filter-threshold", help="Strips scoring below it are dropped.")]
-BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Evaluator pairs per forward pass. (default: 32)")]
-StripMode = Annotated[
-    Optional[str], typer.Option("--strip-mode", help="excerption, fixed_num or selection. (default: excerption)")
-]
-Strips = Annotated[Optional[int], typer.Option("--strips", help="Strips kept by refinement. (default: 5)")]
-Model = Annotated[
-    Optional[str], typer.Option("--model", help="qwen2.5-0.5b, smollm2-135m or a .gguf path. (default: qwen2.5-0.5b)")
-]
-Task = Annotated[Optional[str], typer.Option("--task", help="Prompt: popqa, bio, pubqa or arc. (default: popqa)")]
-MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="Tokens to generate. (default: per task)")]
-NCtx = Annotated[Optional[int], typer.Option("--n-ctx", help="Model context window. (default: 4096)")]
-Temperature = Annotated[Optional[float], typer.Option("--temperature", help="0 = greedy. (default: 0)")]
-Seed = Annotated[Optional[int], typer.Option("--seed", help="Sampling seed. (default: 0)")]
-Threads = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for generation.")]
-RefineOpt = Annotated[
-    Optional[bool], typer.Option("--refine/--no-refine", help="Refine knowledge into strips. (default: refine)")
-]
-Web = Annotated[Optional[str], typer.Option("--web", help="Web search: none, ddgs or searxng. (default: none)")]
-SearxUrl = Annotated[Optional[str], typer.Option("--searxng-url", help="Base URL of a SearxNG instance.")]
-Rewrite = Annotated[
-    Optional[bool], typer.Option("--rewrite/--no-rewrite", help="Rewrite the question into keywords. (default: rewrite)")
-]
-WebResults = Annotated[Optional[int], typer.Option("--web-results", help="Result pages to fetch. (default: 5)")]
-WikiFirst = Annotated[Optional[bool], typer.Option("--wiki-first/--no-wiki-first", help="Wikipedia results first.")]
-AllowPrivate = Annotated[
-    Optional[bool],
-    typer.Option("--allow-private/--no-allow-private", help="Allow fetching loopback/private addresses."),
-]
-Cache = Annotated[Optional[bool], typer.Option("--cache/--no-cache", help="Use the on-disk web cache. (default: cache)")]
-JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+# ----------------------------------------------------------------------------- options from the settings
 
-EVAL_KEYS = ("index", "top_k", "evaluator", "preset", "upper", "lower", "filter_threshold", "batch_size")
+PANELS = {
+    "index": "Index", "retrieval": "Retrieval", "evaluator": "Evaluator", "thresholds": "Action thresholds",
+    "refine": "Refinement", "generator": "Generator", "web": "Web correction",
+}  # fmt: skip
+_METAVARS = {int: "INTEGER", float: "NUMBER", Path: "PATH", str: "TEXT"}
+
+
+def _option(name: str) -> Any:
+    """The typer annotation of one setting's option (values reach pydantic as given, so every source is checked alike)."""
+    kind = settings_decl.value_type(name)
+    panel = PANELS[settings_decl.group(name)]
+    help_text = settings_decl.help_text(name)
+    if kind is bool:
+        return Annotated[Optional[bool], typer.Option(*settings_decl.option_decls(name), help=help_text,
+                                                      rich_help_panel=panel, show_default=False)]  # fmt: skip
+    options = settings_decl.choices(name)
+    metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
+    return Annotated[Optional[str], typer.Option(*settings_decl.option_decls(name), help=help_text, metavar=metavar,
+                                                 rich_help_panel=panel, show_default=False)]  # fmt: skip
+
+
+def setting_options(*names: str):
+    """Give a command one option per named setting; it receives the merged, validated ``settings``.
+
+    The command declares ``ctx: typer.Context`` and ``settings: Settings``; the
+    options are added to its signature, and their values merged with the
+    environment, the config file and the defaults before it runs.
+    """
+
+    def decorate(fn):
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "settings"]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_option(n)) for n in names]
+
+        @functools.wraps(fn)
+        def command(*args, **kwargs):
+            given = {n: kwargs.pop(n) for n in names}
+            ctx = kwargs.get("ctx") or next(a for a in args if isinstance(a, typer.Context))
+            return fn(*args, settings=_settings(ctx, given), **kwargs)
+
+        command.__signature__ = sig.replace(parameters=own + added)
+        command.__annotations__ = {p.name: p.annotation for p in own + added}
+        del command.__wrapped__  # typer must read the new signature, not fn's
+        return command
+
+    return decorate
 
 
 def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
     try:
         settings = load_settings(flags, config=(ctx.obj or {}).get("config"))
-        builder.check(settings)
-        return settings
-    except (SettingsError, CragError) as exc:
+    except SettingsError as exc:
         fail(str(exc))
         raise  # unreachable
+    for message in settings.warnings():
+        warn(message)
+    return settings
 
 
-def _flags(values: dict[str, Any], keys) -> dict[str, Any]:
-    return {k: values[k] for k in keys if k in values}
+EVAL_SETTINGS = settings_decl.names_in("index", "retrieval", "evaluator", "thresholds")
+ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
+JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 
 def _pipeline(settings: Settings, with_generator: bool):
@@ -118,25 +175,39 @@ def _pipeline(settings: Settings, with_generator: bool):
         fail(str(exc))
 
 
+def _input_file(path: Path) -> None:
+    if str(path) == "-":
+        return
+    if path.is_dir():
+        fail(f"{path} is a folder, not a JSONL file")
+    if not path.is_file():
+        fail(f"no such file: {path}")
+
+
 # ----------------------------------------------------------------------------- index
 @app.command()
+@setting_options("index")
 def index(
     ctx: typer.Context,
     docs: Annotated[Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm and .jsonl documents.")],
-    index: IndexOpt = None,
-    passage_words: Annotated[int, typer.Option(help="Words per passage (split at sentence ends).")] = 100,
+    settings: Settings,
+    passage_words: Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")] = 100,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if nothing changed.")] = False,
+    include_hidden: Annotated[
+        bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
+    ] = False,
 ) -> None:
-    """Build a BM25 index of a folder of documents (skipped when the folder is unchanged)."""
+    """Build a BM25 index of a folder of documents (skipped when the folder is unchanged).
+
+    The index folder must be new, empty or a crag index: crag never replaces a
+    folder it did not write, nor the documents folder or one of its parents.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from .index import build_index
 
-    settings = _settings(ctx, {"index": index})
     if not docs.exists():
         fail(f"no such folder: {docs}")
-    if passage_words < 10:
-        fail("--passage-words must be at least 10")
     with Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   console=err, transient=True, disable=not err.is_terminal) as progress:  # fmt: skip
         task = progress.add_task("", total=None)
@@ -145,13 +216,23 @@ def index(
             progress.update(task, completed=done, total=total, description=path[-60:])
 
         try:
-            report = build_index(docs, settings.index, passage_words=passage_words, force=force, progress=on_file)
+            report = build_index(docs, settings.index, passage_words=passage_words, force=force, progress=on_file,
+                                 include_hidden=include_hidden)  # fmt: skip
         except CragError as exc:
             report, problem = None, str(exc)
     if report is None:
         fail(problem)
     for path, reason in report.skipped:
         err.print(f"skipped {path}: {reason}", markup=False)
+    left_out = []
+    if report.hidden:
+        left_out.append(f"{len(report.hidden)} hidden file(s) and folder(s) (--include-hidden reads them)")
+    if report.indexes:
+        left_out.append(f"{len(report.indexes)} crag index folder(s) ({', '.join(report.indexes[:3])})")
+    if left_out:
+        err.print("left out " + " and ".join(left_out), markup=False)
+    if report.cleaned:
+        err.print(f"removed {report.cleaned} temporary folder(s) left by an interrupted crag index", markup=False)
     if report.status == "unchanged":
         err.print(f"index {settings.index} is up to date ({report.passages} passages from {report.files} files); nothing to do")
     else:
@@ -167,54 +248,59 @@ def _evaluation_record(result) -> dict:
     from .records import to_record
 
     rec = to_record(result)
-    return {k: rec[k] for k in ("id", "question", "action", "thresholds", "scores", "timings")}
+    return {k: rec[k] for k in ("id", "question", "evaluator", "action", "thresholds", "scores", "timings", "error")}
 
 
 @app.command()
+@setting_options(*EVAL_SETTINGS)
 def evaluate(
     ctx: typer.Context,
+    settings: Settings,
     question: Annotated[Optional[str], typer.Argument(help="The question (or use --input).")] = None,
     input: Annotated[
         Optional[Path], typer.Option("--input", help="JSONL file of questions, one JSON line each (- = stdin).")
     ] = None,
-    index: IndexOpt = None,
-    top_k: TopK = None,
-    evaluator: EvaluatorOpt = None,
-    preset: Preset = None,
-    upper: Upper = None,
-    lower: Lower = None,
-    filter_threshold: Filter = None,
-    batch_size: BatchSize = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Retrieve, score every passage with the evaluator, and show the action it triggers."""
+    """Retrieve, score every passage with the evaluator, and show the action it triggers.
+
+    With --input, one JSON line per input line; exit status 1 when any line is an error record.
+    """
     from .records import error_record, read_questions
 
     if (question is None) == (input is None):
         fail("give a QUESTION or --input FILE.jsonl (one of them)")
-    settings = _settings(ctx, _flags(locals(), EVAL_KEYS))
     if question is not None and not question.strip():
         fail("the question is empty")
-    if input is not None and str(input) != "-" and not input.is_file():
-        fail(f"no such file: {input}")
+    if input is not None:
+        _input_file(input)
     pipe = _pipeline(settings, with_generator=False)
+    errors = 0
     try:
         if input is not None:
             for q in read_questions(input):
                 if q.error:
                     rec = error_record(q.id, q.question, q.error, q.line)
                 else:
-                    result = pipe.evaluate(q.question)
-                    result.id = q.id
-                    rec = _evaluation_record(result)
-                sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    try:
+                        result = pipe.evaluate(q.question)
+                        result.id = q.id
+                        rec = _evaluation_record(result)
+                    except CragError:
+                        raise
+                    except Exception as exc:  # one bad question never stops the file
+                        rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
+                errors += bool(rec.get("error"))
+                sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
                 sys.stdout.flush()
+            if errors:
+                raise typer.Exit(1)
             return
         result = pipe.evaluate(question.strip())
     except CragError as exc:
         fail(str(exc))
     if json_out:
-        typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1))
+        typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
         return
     out = Console(highlight=False)
     table = Table(title=f"Evaluator {pipe.evaluator.name}", show_lines=False)
@@ -263,41 +349,12 @@ def _show_knowledge(result) -> None:
             err.print(note, markup=False)
 
 
-ASK_KEYS = EVAL_KEYS + (
-    "strip_mode", "strips", "model", "task", "max_tokens", "n_ctx", "temperature", "seed", "threads", "refine",
-    "web", "searxng_url", "rewrite", "web_results", "wiki_first", "allow_private", "cache",
-)  # fmt: skip
-
-
 @app.command()
+@setting_options(*ALL_SETTINGS)
 def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question.")],
-    index: IndexOpt = None,
-    top_k: TopK = None,
-    evaluator: EvaluatorOpt = None,
-    preset: Preset = None,
-    upper: Upper = None,
-    lower: Lower = None,
-    filter_threshold: Filter = None,
-    batch_size: BatchSize = None,
-    strip_mode: StripMode = None,
-    strips: Strips = None,
-    model: Model = None,
-    task: Task = None,
-    max_tokens: MaxTokens = None,
-    n_ctx: NCtx = None,
-    temperature: Temperature = None,
-    seed: Seed = None,
-    threads: Threads = None,
-    refine: RefineOpt = None,
-    web: Web = None,
-    searxng_url: SearxUrl = None,
-    rewrite: Rewrite = None,
-    web_results: WebResults = None,
-    wiki_first: WikiFirst = None,
-    allow_private: AllowPrivate = None,
-    cache: Cache = None,
+    settings: Settings,
     json_out: JsonOut = False,
 ) -> None:
     """Answer one question with the whole pipeline; the answer streams to stdout."""
@@ -305,7 +362,6 @@ def ask(
 
     if not question.strip():
         fail("the question is empty")
-    settings = _settings(ctx, _flags(locals(), ASK_KEYS))
     pipe = _pipeline(settings, with_generator=True)
     try:
         pipe.generator.load()
@@ -325,7 +381,7 @@ def ask(
     except CragError as exc:
         fail(str(exc))
     if json_out:
-        typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1))
+        typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1, allow_nan=False))
     else:
         sys.stdout.write("\n")
         sys.stdout.flush()
@@ -335,75 +391,74 @@ def ask(
 
 # ----------------------------------------------------------------------------- batch
 @app.command()
+@setting_options(*ALL_SETTINGS)
 def batch(
     ctx: typer.Context,
     input: Annotated[
         Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
     ],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write records here (default stdout).")] = None,
+    settings: Settings,
+    output: Annotated[
+        Optional[Path],
+        typer.Option("-o", "--output", help="Write records here (default stdout); OUT.partial while running."),
+    ] = None,
     mode: Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")] = "crag",
-    index: IndexOpt = None,
-    top_k: TopK = None,
-    evaluator: EvaluatorOpt = None,
-    preset: Preset = None,
-    upper: Upper = None,
-    lower: Lower = None,
-    filter_threshold: Filter = None,
-    batch_size: BatchSize = None,
-    strip_mode: StripMode = None,
-    strips: Strips = None,
-    model: Model = None,
-    task: Task = None,
-    max_tokens: MaxTokens = None,
-    n_ctx: NCtx = None,
-    temperature: Temperature = None,
-    seed: Seed = None,
-    threads: Threads = None,
-    refine: RefineOpt = None,
-    web: Web = None,
-    searxng_url: SearxUrl = None,
-    rewrite: Rewrite = None,
-    web_results: WebResults = None,
-    wiki_first: WikiFirst = None,
-    allow_private: AllowPrivate = None,
-    cache: Cache = None,
-    limit: Annotated[Optional[int], typer.Option(help="Process only the first N lines.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Process only the first N lines.")] = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Keep the records already in --output and answer only the lines after them.")
+        bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
+    ] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="With --resume: also redo the records that ended in an error.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")
     ] = False,
 ) -> None:
-    """Answer every question of a JSONL file; one result record per input line, written as soon as it is done.
+    """Answer every question of a JSONL file; one result record per input line, in input order.
 
-    Exit status 1 when any line produced an error record (all lines are still written).
+    With -o OUT, records go to OUT.partial as they are done and the file becomes
+    OUT when the batch ends; OUT.run.json records the settings, model and index
+    that made them. Exit status 1 when any line produced an error record (all
+    lines are still written).
     """
-    import jsonlines
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from .batch import BatchOutput, run_batch, run_identity
     from .pipeline import MODES
-    from .records import completed_records, error_record, read_questions, to_record
+    from .records import read_questions
 
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
-    if str(input) != "-" and not input.is_file():
-        fail(f"no such file: {input}")
+    _input_file(input)
     if resume and output is None:
         fail("--resume needs -o/--output: the file whose records to keep")
-    settings = _settings(ctx, _flags(locals(), ASK_KEYS))
+    if retry_errors and not resume:
+        fail("--retry-errors goes with --resume")
+    out = None
+    if output is not None:
+        out = BatchOutput(output, [input], resume=resume, retry_errors=retry_errors, overwrite=overwrite)
+        try:
+            out.check()
+        except CragError as exc:
+            fail(str(exc))
     lines = list(read_questions(input))
     if limit is not None:
         lines = lines[:limit]
     if not lines:
         fail(f"{input} holds no question")
+    pipe = _pipeline(settings, with_generator=True)
     try:
-        done = completed_records(output, lines) if resume else []
+        identity = run_identity(settings, mode, pipe.thresholds, getattr(pipe.retriever, "manifest", {}))
+        done = out.done_records(lines, identity) if out is not None else []
     except CragError as exc:
         fail(str(exc))
-    todo = lines[len(done):]
+    redo = sum(1 for rec in done if rec.get("error")) if retry_errors else 0
+    todo = len(lines) - len(done) + redo
     if done:
-        err.print(f"resuming after the {len(done)} records already in {output}", markup=False)
+        err.print(f"resuming after the {len(done)} records already in {output}"
+                  + (f"; redoing {redo} error record(s)" if redo else ""), markup=False)  # fmt: skip
     if not todo:
         err.print(f"nothing to do: {output} holds a record for every line", markup=False)
-    pipe = _pipeline(settings, with_generator=True)
     try:
         if todo:
             pipe.generator.load()
@@ -413,73 +468,52 @@ def batch(
                 pipe.web.generator.load()
     except CragError as exc:
         fail(str(exc))
-    sink = open(output, "a" if resume else "w", encoding="utf-8") if output else sys.stdout
-    writer = jsonlines.Writer(sink, flush=True, compact=True)
-    actions: Counter = Counter()
-    graded = correct = errors = 0
-
-    def count(rec: dict) -> None:
-        nonlocal graded, correct, errors
-        actions[rec.get("action") or ("error" if rec.get("error") else mode)] += 1
-        errors += bool(rec.get("error"))
-        if rec.get("correct") is not None:
-            graded += 1
-            correct += bool(rec["correct"])
-
-    for rec in done:
-        count(rec)
+    if out is not None:
+        out.open(identity, done, lines)
     start = time.perf_counter()
-    try:
-        with Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      TextColumn("{task.description}"), console=err, disable=not err.is_terminal) as progress:  # fmt: skip
-            bar = progress.add_task("", total=len(lines), completed=len(done))
-            for q in todo:
-                if q.error:
-                    rec = error_record(q.id, q.question, q.error, q.line)
-                else:
-                    try:
-                        rec = to_record(pipe.run(q.question, id=q.id, answers=q.answers, task=q.task, mode=mode))
-                    except Exception as exc:  # one bad question never stops the batch
-                        rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
-                writer.write(rec)
-                count(rec)
-                acc = f" acc {correct / graded:.1%}" if graded else ""
-                progress.update(bar, advance=1, description=f"{rec.get('action') or ''}{acc}")
-                finished = int(progress.tasks[0].completed)
-                if not err.is_terminal and (finished % max(1, len(lines) // 10) == 0 or finished == len(lines)):
-                    rate = (time.perf_counter() - start) / (finished - len(done))
-                    err.print(f"batch: {finished}/{len(lines)}{acc}, {rate:.2f} s/question", markup=False)
-    finally:
-        writer.close()
-        if output:
-            sink.close()
-    elapsed = time.perf_counter() - start
-    parts = [f"{len(lines)} questions", ", ".join(f"{k}: {v}" for k, v in sorted(actions.items()))]
-    if graded:
-        parts.append(f"accuracy {correct}/{graded} = {correct / graded:.1%}")
-    if todo:
-        parts.append(f"{elapsed / len(todo):.2f} s/question" + (f" (the {len(todo)} answered now)" if done else ""))
-    if errors:
-        parts.append(f"{errors} error record(s)")
-    err.print("summary: " + "; ".join(parts), markup=False)
-    if errors:
+    with Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.description}"), console=err, disable=not err.is_terminal) as progress:  # fmt: skip
+        bar = progress.add_task("", total=len(lines))
+        step = max(1, len(lines) // 10)
+
+        def on_record(rec: dict, summary) -> None:
+            acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
+            progress.update(bar, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
+            if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == len(lines)):
+                rate = (time.perf_counter() - start) / summary.answered_now
+                err.print(f"batch: {summary.total}/{len(lines)}{acc}, {rate:.2f} s/question", markup=False)
+
+        try:
+            summary = run_batch(pipe, lines, mode, out, done, retry_errors, on_record=on_record)
+        except KeyboardInterrupt:
+            progress.stop()
+            where = f"; the records so far are in {out.partial}: go on with --resume" if out is not None else ""
+            err.print(f"crag: interrupted{where}", markup=False)
+            raise typer.Exit(130)
+    err.print(summary.line(resumed=len(done)), markup=False)
+    if out is not None:
+        err.print(f"wrote {output} (run manifest: {out.manifest})", markup=False)
+    if summary.errors:
         raise typer.Exit(1)
 
 
 # ----------------------------------------------------------------------------- calibrate
 @app.command()
+@setting_options(*settings_decl.names_in("index", "retrieval", "evaluator"), "strip_mode")
 def calibrate(
     ctx: typer.Context,
     input: Annotated[Path, typer.Argument(help="JSONL questions with gold 'answers'.")],
-    index: IndexOpt = None,
-    top_k: TopK = None,
-    evaluator: EvaluatorOpt = None,
-    batch_size: BatchSize = None,
-    strip_mode: StripMode = None,
-    correct_precision: Annotated[float, typer.Option(help="Share of Correct decisions that must be right.")] = 0.8,
-    incorrect_precision: Annotated[float, typer.Option(help="Share of Incorrect decisions that must be right.")] = 0.8,
-    strip_recall: Annotated[float, typer.Option(help="Share of answer-bearing strips the filter must keep.")] = 0.9,
-    limit: Annotated[Optional[int], typer.Option(help="Use only the first N questions.")] = None,
+    settings: Settings,
+    correct_precision: Annotated[
+        float, typer.Option(min=0.5, max=1.0, help="Share of Correct decisions that must be right.")
+    ] = 0.8,
+    incorrect_precision: Annotated[
+        float, typer.Option(min=0.5, max=1.0, help="Share of Incorrect decisions that must be right.")
+    ] = 0.8,
+    strip_recall: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="Share of answer-bearing strips the filter must keep.")
+    ] = 0.9,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N questions.")] = None,
     write: Annotated[
         Optional[Path], typer.Option("--write", help="Write upper, lower, filter_threshold and evaluator to this TOML file.")
     ] = None,
@@ -489,18 +523,24 @@ def calibrate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from .calibrate import calibrate as choose, collect
+    from .files import check_output_file, refuse_input
     from .records import read_questions
-    from .settings import write_config
+    from .settings import read_config, write_config
 
-    if not input.is_file():
-        fail(f"no such file: {input}")
-    if not (0.5 <= correct_precision <= 1 and 0.5 <= incorrect_precision <= 1 and 0 < strip_recall <= 1):
-        fail("--correct-precision and --incorrect-precision must be in [0.5, 1], --strip-recall in (0, 1]")
-    settings = _settings(ctx, _flags(locals(), ("index", "top_k", "evaluator", "batch_size", "strip_mode")))
-    questions, bad = [], 0
+    _input_file(input)
+    if write is not None:  # checked now, not after minutes of scoring
+        try:
+            check_output_file(write, "config file")
+            refuse_input(write, [input])
+            if write.exists():
+                read_config(write)
+        except SettingsError as exc:
+            fail(f"{write} is not a crag config file, so it is left alone ({exc})")
+        except CragError as exc:
+            fail(str(exc))
+    questions = []
     for q in read_questions(input):
         if q.error or not q.answers:
-            bad += 1
             err.print(f"line {q.line}: skipped: {q.error or 'no gold answers'}", markup=False)
             continue
         questions.append((q.question, q.answers))
@@ -534,8 +574,8 @@ def calibrate(
     if write is not None:
         try:
             write_config(write, {"evaluator": settings.evaluator, "upper": result.upper, "lower": result.lower,
-                                 "filter_threshold": result.filter})  # fmt: skip
-        except (OSError, SettingsError) as exc:
+                                 "filter_threshold": result.filter}, inputs=(input,))  # fmt: skip
+        except (OSError, SettingsError, CragError) as exc:
             fail(f"cannot write {write}: {exc}")
         err.print(f"wrote thresholds to {write}", markup=False)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Sequence
 
 TEXT_SUFFIXES = {".txt", ".md"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -240,15 +241,8 @@ def html_main_text(html: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------- folders
 
 
-def iter_files(folder: Path) -> Iterator[Path]:
-    """Every regular file below ``folder``, sorted, hidden files and folders included."""
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            yield path
-
-
 def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
-    text = data.decode("utf-8")
+    text = data.decode("utf-8-sig")
     if path.suffix.lower() in HTML_SUFFIXES:
         title, body = html_main_text(text)
         return [Document(id=rel, title=title or path.stem, text=body, source=rel)]
@@ -263,7 +257,7 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
 
 def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
     docs = []
-    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    for lineno, line in enumerate(data.decode("utf-8-sig").splitlines(), 1):
         if not line.strip():
             continue
         where = f"{rel}:{lineno}"
@@ -280,32 +274,111 @@ def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[D
     return docs
 
 
-def read_folder(folder: Path, progress=None) -> CorpusReport:
-    """Read every supported document below ``folder``.
+@dataclass
+class FileListing:
+    """The files of a folder that ``crag index`` reads, and what it left out without reading."""
+
+    base: Path
+    paths: list[Path] = field(default_factory=list)  # supported files, sorted
+    unsupported: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders not entered
+    indexes: list[str] = field(default_factory=list)  # crag index folders (the target among them) not entered
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.base).as_posix()
+
+
+def list_files(
+    folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None
+) -> FileListing:
+    """The supported documents below ``folder``, without reading them.
 
     Parameters
     ----------
     folder : Path
-        A directory (or a single file).
+        A directory, or a single file.
+    include_hidden : bool
+        Enter hidden folders (``.git``, ``.venv``, ...) and read hidden files too.
+    exclude : sequence of Path
+        Folders never entered (the index being written).
+    is_index : callable, optional
+        ``is_index(dir) -> bool``: folders it accepts (crag's own indexes) are not entered.
+
+    Returns
+    -------
+    FileListing
+        Sorted supported files, and the names of what was left out.
+    """
+    folder = Path(folder)
+    if folder.is_file():
+        listing = FileListing(folder.parent)
+        (listing.paths if folder.suffix.lower() in SUPPORTED_SUFFIXES else listing.unsupported).append(folder)
+        listing.unsupported = [listing.rel(p) for p in listing.unsupported]
+        return listing
+    listing = FileListing(folder)
+    excluded = {Path(e).resolve() for e in exclude}
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        kept = []
+        for d in sorted(dirs):
+            path = here / d
+            if not include_hidden and d.startswith("."):
+                listing.hidden.append(listing.rel(path) + "/")
+            elif path.resolve() in excluded or (is_index is not None and is_index(path)):
+                listing.indexes.append(listing.rel(path) + "/")
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for name in sorted(names):
+            path = here / name
+            if not include_hidden and name.startswith("."):
+                listing.hidden.append(listing.rel(path))
+            elif not path.is_file():
+                continue
+            elif path.suffix.lower() in SUPPORTED_SUFFIXES:
+                listing.paths.append(path)
+            else:
+                listing.unsupported.append(listing.rel(path))
+    listing.paths.sort()
+    return listing
+
+
+def file_digest(path: Path) -> SourceFile | None:
+    """Size and sha256 of a file (``None`` when it cannot be read); the content is not parsed."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+                size += len(block)
+    except OSError:
+        return None
+    return SourceFile(path.as_posix(), size, h.hexdigest())
+
+
+def read_files(listing: FileListing, progress=None) -> CorpusReport:
+    """Read and parse every file of a listing.
+
+    Parameters
+    ----------
+    listing : FileListing
+        From :func:`list_files`.
     progress : callable, optional
         Called as ``progress(path, done, total)`` after each file.
 
     Returns
     -------
     CorpusReport
-        Documents, the files read (size and sha256), and what was skipped and why.
+        Documents, the files read (size and sha256), and every file or line
+        skipped and why (unsupported types included).
     """
-    folder = Path(folder)
     report = CorpusReport()
-    paths = [folder] if folder.is_file() else list(iter_files(folder))
-    base = folder.parent if folder.is_file() else folder
-    for done, path in enumerate(paths, 1):
-        rel = path.relative_to(base).as_posix()
+    report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
+    for done, path in enumerate(listing.paths, 1):
+        rel = listing.rel(path)
         suffix = path.suffix.lower()
         try:
-            if suffix not in SUPPORTED_SUFFIXES:
-                report.skipped.append((rel, "unsupported file type"))
-                continue
             try:
                 data = path.read_bytes()
             except OSError as exc:
@@ -330,5 +403,10 @@ def read_folder(folder: Path, progress=None) -> CorpusReport:
                     report.skipped.append((doc.source, "no text"))
         finally:
             if progress is not None:
-                progress(rel, done, len(paths))
+                progress(rel, done, len(listing.paths))
     return report
+
+
+def read_folder(folder: Path, progress=None, include_hidden: bool = False) -> CorpusReport:
+    """Read every supported document below ``folder`` (hidden files and folders only with ``include_hidden``)."""
+    return read_files(list_files(folder, include_hidden), progress)

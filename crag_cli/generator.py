@@ -18,11 +18,11 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
+from . import files
 from .errors import CragError
 
 QWEN_NAME = "qwen2.5-0.5b"
@@ -99,16 +99,21 @@ def qwen_parts() -> list[Path]:
 def assemble(parts: list[Path], target: Path, sha256: str) -> Path:
     """Concatenate ``parts`` into ``target`` (atomically) and check the result's sha256.
 
+    The parts are written to a temporary beside ``target`` (named with this
+    process's id) and renamed into place. Temporaries left by killed processes
+    are removed first.
+
     Raises
     ------
     ModelError
         When the assembled file's sha256 is not ``sha256`` (the file is not kept).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=target.parent)
+    clean_stale_parts(target)
+    tmp_name = files.temp_file(target, suffix=".part")
     h = hashlib.sha256()
     try:
-        with os.fdopen(fd, "wb") as out:
+        with open(tmp_name, "wb") as out:
             for part in parts:
                 with open(part, "rb") as f:
                     while block := f.read(1 << 22):
@@ -121,6 +126,24 @@ def assemble(parts: list[Path], target: Path, sha256: str) -> Path:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+LEGACY_PART_AGE = 3600.0  # seconds after which a pid-less ``MODEL.gguf.XXXX.part`` of crag < 0.2 is stale
+
+
+def clean_stale_parts(target: Path) -> int:
+    """Remove half-assembled copies of ``target`` whose process is gone; return how many.
+
+    Current temporaries carry their process id (see :mod:`crag_cli.files`); those
+    of earlier crag versions (``NAME.XXXXXXXX.part`` in crag's own cache folder)
+    carry none and are removed once an hour old.
+    """
+    removed = files.clean_stale(target)
+    for entry in target.parent.glob(f"{target.name}.*.part"):
+        if files.older_than(entry, LEGACY_PART_AGE):
+            files.remove(entry)
+            removed += 1
+    return removed
 
 
 def verify(path: Path, sha256: str) -> None:
@@ -140,6 +163,8 @@ def verify(path: Path, sha256: str) -> None:
 def qwen_path() -> Path:
     """The default model in the cache, assembled on first use and verified once per process."""
     target = cache_dir() / "models" / QWEN_FILE
+    if target.parent.is_dir():
+        clean_stale_parts(target)
     if not target.exists():
         assemble(qwen_parts(), target, QWEN_SHA256)
         _VERIFIED.add(f"{target}:{QWEN_SHA256}")

@@ -18,20 +18,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from . import files
+from .corpus import Passage, file_digest, list_files, read_files, split_passages
 from .errors import CragError
-from .corpus import CorpusReport, Passage, read_folder, split_passages
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 BM25_DIR = "bm25"
+INDEX_ENTRIES = frozenset({MANIFEST, PASSAGES, BM25_DIR})  # everything crag writes into an index folder
 
 
 class IndexUnusableError(CragError):
@@ -74,6 +74,27 @@ class TokenizerSettings:
             show_progress=False,
         )
         return [list(tokens) for tokens in out]
+
+    def check(self) -> None:
+        """Raise ``ValueError`` when these settings cannot tokenize (unknown stemmer, bad pattern, ...)."""
+        import re
+
+        import Stemmer
+
+        if not isinstance(self.lower, bool):
+            raise ValueError(f"lower must be true or false, not {self.lower!r}")
+        if not isinstance(self.splitter, str):
+            raise ValueError(f"splitter must be a regular expression, not {self.splitter!r}")
+        try:
+            re.compile(self.splitter)
+        except re.error as exc:
+            raise ValueError(f"splitter {self.splitter!r} is not a regular expression ({exc})") from None
+        if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
+            raise ValueError(f"unknown stemmer {self.stemmer!r}")
+        try:
+            self.tokenize(["a check of the stop words"])
+        except Exception as exc:
+            raise ValueError(f"stopwords {self.stopwords!r} do not work ({type(exc).__name__}: {exc})") from None
 
 
 _STEMMERS: dict[str, object] = {}
@@ -120,10 +141,9 @@ class BuildReport:
     files: int
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _source_entries(report: CorpusReport) -> list[dict]:
-    return [asdict(f) for f in report.files]
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders left out
+    indexes: list[str] = field(default_factory=list)  # index folders inside the documents, left out
+    cleaned: int = 0  # temporaries of killed runs removed
 
 
 def _fingerprint(sources: list[dict], passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
@@ -134,6 +154,54 @@ def _fingerprint(sources: list[dict], passage_words: int, tok: TokenizerSettings
         "bm25": asdict(params),
         "sources": sources,
     }
+
+
+def is_crag_index(path: Path) -> bool:
+    """Whether ``path`` is a folder crag wrote as an index: a manifest, and nothing but crag's own entries.
+
+    This is the only kind of folder ``crag index`` replaces; a folder holding
+    anything else (a user's file dropped into it, a documents folder) is never touched.
+    """
+    path = Path(path)
+    try:
+        if path.is_symlink() or not path.is_dir():
+            return False
+        names = {entry.name for entry in path.iterdir()}
+    except OSError:
+        return False
+    return MANIFEST in names and names <= INDEX_ENTRIES
+
+
+def check_index_target(docs: Path, index_dir: Path) -> None:
+    """Refuse an index location that would replace or delete anything crag did not write.
+
+    Raises
+    ------
+    IndexUnusableError
+        When ``index_dir`` is an existing file, an existing folder that is neither
+        empty nor a crag index, the documents folder itself or one of its parents.
+    """
+    docs, index_dir = Path(docs), Path(index_dir)
+    real_docs, real_index = docs.resolve(), index_dir.resolve()
+    if real_index == real_docs or real_index in real_docs.parents:
+        raise IndexUnusableError(
+            f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
+        )
+    if index_dir.is_symlink():
+        raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise IndexUnusableError(f"--index {index_dir} is a file, not an index folder: crag leaves it alone")
+    if index_dir.is_dir() and not is_crag_index(index_dir):
+        try:
+            names = sorted(entry.name for entry in index_dir.iterdir())
+        except OSError as exc:
+            raise IndexUnusableError(f"cannot read --index {index_dir}: {exc.strerror or exc}") from None
+        if names:
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            raise IndexUnusableError(
+                f"--index {index_dir} is a folder that is not a crag index (it holds {shown}): "
+                "crag replaces only its own index folders; choose a new or empty folder"
+            )
 
 
 def read_manifest(index_dir: Path) -> dict:
@@ -152,7 +220,28 @@ def read_manifest(index_dir: Path) -> dict:
         raise IndexUnusableError(
             f"index at {index_dir} has format version {found!r}, this crag reads {FORMAT_VERSION}: re-run crag index"
         )
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise IndexUnusableError(f"corrupt index at {index_dir}: {MANIFEST} {problem}; rebuild it with crag index --force")
     return manifest
+
+
+def _manifest_problem(manifest: dict) -> str | None:
+    """What makes a manifest unusable (missing or bad fields), or ``None``."""
+    if not isinstance(manifest.get("passage_count"), int) or manifest["passage_count"] < 0:
+        return "has no valid passage_count"
+    if not isinstance(manifest.get("sources"), list):
+        return "has no sources list"
+    tok = manifest.get("tokenizer")
+    if not isinstance(tok, dict):
+        return "has no tokenizer settings"
+    try:
+        TokenizerSettings(**tok).check()
+    except TypeError as exc:
+        return f"has bad tokenizer settings ({exc})"
+    except ValueError as exc:
+        return f"has unusable tokenizer settings: {exc}"
+    return None
 
 
 def build_index(
@@ -163,37 +252,55 @@ def build_index(
     params: BM25Params = BM25Params(),
     force: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    include_hidden: bool = False,
 ) -> BuildReport:
     """Read ``docs``, split into passages, and write a BM25 index to ``index_dir``.
 
-    The index is written to a temporary directory beside ``index_dir`` and renamed
-    into place, so a crash never leaves a half-written index. When the manifest of
-    an existing index matches the folder (same files, sizes and sha256, same
-    settings), nothing is rebuilt and the report's status is ``"unchanged"``.
+    ``index_dir`` must be new, an empty folder or a crag index (see
+    :func:`check_index_target`); it is never the documents folder or one of its
+    parents. The index is written to a temporary folder beside it and renamed
+    into place, so a crash never leaves a half-written index; temporaries of
+    killed runs are removed. Hidden files and folders and index folders inside
+    ``docs`` are left out (hidden ones are read with ``include_hidden``). When the
+    manifest of the existing index lists the same files with the same sizes and
+    sha256 and the same settings, nothing is parsed or rebuilt and the report's
+    status is ``"unchanged"``.
 
     Raises
     ------
     IndexUnusableError
-        When ``docs`` does not exist or yields no passage.
+        When ``docs`` does not exist or yields no passage, or ``index_dir`` may not be written.
     """
     import bm25s
+
+    from . import __version__
 
     start = time.perf_counter()
     docs, index_dir = Path(docs), Path(index_dir)
     if not docs.exists():
         raise IndexUnusableError(f"no such folder: {docs}")
-    report = read_folder(docs, progress=progress)
-    fingerprint = _fingerprint(_source_entries(report), passage_words, tokenizer, params)
-    if not force and index_dir.exists():
+    check_index_target(docs, index_dir)
+    cleaned = files.clean_stale(index_dir)
+    listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
+    sources = []
+    for path in listing.paths:
+        digest = file_digest(path)
+        sources.append({"path": listing.rel(path), "size": digest.size if digest else -1,
+                        "sha256": digest.sha256 if digest else ""})  # fmt: skip
+    fingerprint = _fingerprint(sources, passage_words, tokenizer, params)
+    left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
+    if not force and is_crag_index(index_dir):
         try:
             old = read_manifest(index_dir)
         except IndexUnusableError:
             old = None
         if old is not None and all(old.get(k) == v for k, v in fingerprint.items()):
+            skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in old.get("skipped", []) if isinstance(s, dict)]
             return BuildReport(
-                "unchanged", old.get("passage_count", 0), old.get("document_count", 0), len(report.files),
-                report.skipped, time.perf_counter() - start,
+                "unchanged", old.get("passage_count", 0), old.get("document_count", 0), len(listing.paths),
+                skipped, time.perf_counter() - start, **left_out,
             )  # fmt: skip
+    report = read_files(listing, progress=progress)
     passages: list[Passage] = []
     for doc in report.documents:
         passages.extend(split_passages(doc, passage_words))
@@ -206,8 +313,12 @@ def build_index(
     retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method, idf_method=params.idf_method)
     retriever.index(tokens, show_progress=False)
 
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.tmp-", dir=index_dir.parent))
+    try:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = files.temp_dir(index_dir)
+    except OSError as exc:
+        raise IndexUnusableError(f"cannot write the index at {index_dir}: {exc.strerror or exc}") from None
+    old_dir = None
     try:
         retriever.save(str(tmp / BM25_DIR))
         with open(tmp / PASSAGES, "w", encoding="utf-8") as f:
@@ -219,22 +330,28 @@ def build_index(
             "document_count": len(report.documents),
             "skipped": [{"path": p, "reason": r} for p, r in report.skipped],
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_by": f"crag-cli {__version__}",
             "docs": str(docs.resolve()),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-        old_dir = None
-        if index_dir.exists():
-            old_dir = index_dir.parent / f".{index_dir.name}.old-{os.getpid()}"
+        if is_crag_index(index_dir):  # ours: set aside, replaced, then deleted
+            old_dir = index_dir.parent / (files.temp_prefix(index_dir) + "old")
             os.replace(index_dir, old_dir)
-        os.replace(tmp, index_dir)
-        if old_dir is not None:
-            shutil.rmtree(old_dir, ignore_errors=True)
+        os.replace(tmp, index_dir)  # onto a new name or an empty folder; never onto anything else
+    except OSError as exc:
+        files.remove(tmp)
+        if old_dir is not None and not index_dir.exists():
+            os.replace(old_dir, index_dir)
+        raise IndexUnusableError(f"cannot write the index at {index_dir}: {exc.strerror or exc}") from None
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        files.remove(tmp)
         raise
+    if old_dir is not None:
+        files.remove(old_dir)
     return BuildReport(
-        "built", len(passages), len(report.documents), len(report.files), report.skipped, time.perf_counter() - start
-    )
+        "built", len(passages), len(report.documents), len(listing.paths), report.skipped,
+        time.perf_counter() - start, **left_out,
+    )  # fmt: skip
 
 
 def _index_text(p: Passage) -> str:

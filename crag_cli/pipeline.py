@@ -32,6 +32,8 @@ class Result:
     id: str | None = None
     task: str = "popqa"
     mode: str = "crag"
+    model: str | None = None  # the generator that answered
+    evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
     action: Action | None = None
     hits: list[Hit] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
@@ -127,6 +129,7 @@ class Pipeline:
     def evaluate(self, question: str, result: Result | None = None) -> Result:
         """Retrieve, score and decide: everything before the action's branch."""
         result = result or Result(question=question, task=self.task)
+        result.evaluator = getattr(self.evaluator, "name", None)
         with _Timer(result.timings, "retrieve"):
             result.hits = self.retriever.search(question, self.top_k)
         with _Timer(result.timings, "evaluate"):
@@ -195,6 +198,8 @@ class Pipeline:
         if task not in MAX_TOKENS:
             raise ValueError(f"unknown task {task!r}: choose from {', '.join(MAX_TOKENS)}")
         result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
+        result.model = getattr(self.generator, "model", None) if self.generator is not None else None
+        result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
         if mode == "crag":

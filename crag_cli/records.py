@@ -11,8 +11,9 @@ from typing import Any, Iterator, Sequence
 
 from .errors import CragError
 from .pipeline import Result
+from .prompts import TASKS as VALID_TASKS
 
-VALID_TASKS = ("popqa", "bio", "pubqa", "arc")
+JSON_BLANK = b" \t\r\n"  # JSON's white space: a line of nothing else is blank
 
 
 def to_record(result: Result) -> dict[str, Any]:
@@ -22,6 +23,8 @@ def to_record(result: Result) -> dict[str, Any]:
         "question": result.question,
         "task": result.task,
         "mode": result.mode,
+        "model": result.model,
+        "evaluator": result.evaluator,
         "action": result.action.value if result.action else None,
         "thresholds": result.thresholds.to_dict() if result.thresholds else None,
         "scores": [
@@ -97,16 +100,19 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
     """Yield every non-blank line of a JSONL question file, valid or not, in order.
 
     A line that is not valid JSON (or not UTF-8) yields a :class:`QuestionLine`
-    with ``error`` set; reading goes on. The path ``-`` reads standard input.
+    with ``error`` set; reading goes on. Lines of JSON white space only (space,
+    tab, CR) are skipped; every other line yields exactly one item. A UTF-8
+    byte-order mark at the start of the file is ignored. The path ``-`` reads
+    standard input.
     """
     with (nullcontext(sys.stdin.buffer) if str(path) == "-" else open(path, "rb")) as f:
         for lineno, raw in enumerate(f, 1):
+            if not raw.strip(JSON_BLANK):
+                continue
             try:
-                text = raw.decode("utf-8")
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a byte-order mark may open the file
             except UnicodeDecodeError:
                 yield QuestionLine(lineno, None, None, None, None, "line is not UTF-8")
-                continue
-            if not text.strip():
                 continue
             try:
                 obj = json.loads(text)

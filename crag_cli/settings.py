@@ -1,93 +1,268 @@
-"""Settings: command-line flags > ``CRAG_*`` environment variables > ``crag.toml`` > defaults.
+"""Settings: one declaration each, read from flags > ``CRAG_*`` environment variables > ``crag.toml`` > defaults.
 
-Every field of :class:`Settings` can be set in all four places. The config file
-is ``crag.toml`` in the working directory, or the file named by ``--config`` or
-``CRAG_CONFIG``; its keys are the field names (``top_k = 5``), optionally inside
-a ``[crag]`` table. Environment variables are the upper-cased field names with a
-``CRAG_`` prefix (``CRAG_TOP_K=5``).
+Every setting is one field of :class:`Settings`: its type, allowed range or
+choices, default and help text. From that one declaration follow
+
+* the command-line option (``--top-k``; :func:`crag_cli.cli` generates it),
+* the environment variable (``CRAG_TOP_K``),
+* the config-file key (``top_k = 5`` in ``crag.toml``, optionally under ``[crag]``),
+* the validation, which is the same whichever of the four places a value came
+  from: a bad value is one error that names the setting, the value and where it
+  came from.
+
+Types, ranges and choices are checked by pydantic (one ``TypeAdapter`` per
+field, so that an error can name the layer its value came from); the four
+layers are merged here, in a few lines, for the same reason.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import math
 import os
 import tomllib
 import types
 import typing
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, Optional
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from .actions import PRESETS
+from .prompts import TASKS
+from .refine import STRIP_MODES
 
 CONFIG_FILE = "crag.toml"
 ENV_PREFIX = "CRAG_"
+WEB_BACKENDS = ("none", "ddgs", "searxng")
+EMBEDDED_MODEL_NAMES = ("qwen2.5-0.5b", "smollm2-135m")  # generator.EMBEDDED_MODELS checks it is the same list
+
+# Which settings each command takes, by group (the CLI adds one option per setting).
+GROUPS = ("index", "retrieval", "evaluator", "thresholds", "refine", "generator", "web")
 
 
 class SettingsError(ValueError):
-    """A setting has a value that cannot be used (bad type, unknown key, unreadable file)."""
+    """A setting has a value that cannot be used (bad type or range, unknown key, unreadable file)."""
 
 
-@dataclass
-class Settings:
+def setting(default: Any, help: str, group: str, flags: tuple[str, ...] = (), **constraints: Any) -> Any:
+    """Declare one setting: default, help text, group (which commands take it), flags, pydantic constraints."""
+    assert group in GROUPS, group
+    return Field(default, description=help, json_schema_extra={"group": group, "flags": list(flags)}, **constraints)
+
+
+class Settings(BaseModel):
     """Everything a run of crag can be told. ``None`` means "the evaluator's / task's own default"."""
 
-    index: Path = Path(".crag-index")
-    top_k: int = 10
-    evaluator: str = "minilm"
-    preset: str | None = None
-    upper: float | None = None
-    lower: float | None = None
-    filter_threshold: float | None = None
-    strip_mode: str = "excerption"
-    strips: int = 5
-    batch_size: int = 32
-    max_length: int = 512
-    model: str = "qwen2.5-0.5b"
-    task: str = "popqa"
-    max_tokens: int | None = None
-    n_ctx: int = 4096
-    temperature: float = 0.0
-    seed: int = 0
-    threads: int | None = None
-    refine: bool = True
-    web: str = "none"
-    searxng_url: str | None = None
-    rewrite: bool = True
-    web_results: int = 5
-    wiki_first: bool = False
-    allow_private: bool = False
-    fetch_timeout: float = 10.0
-    max_page_bytes: int = 2_000_000
-    cache: bool = True
-    cache_ttl: float = 7 * 24 * 3600.0
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False, frozen=False)
+
+    index: Path = setting(Path(".crag-index"), "Index directory.", "index")
+    top_k: int = setting(10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), ge=1, le=1000)
+    evaluator: str = setting("minilm", "Retrieval evaluator: minilm (embedded), minilm:PATH or t5:PATH.", "evaluator")
+    batch_size: int = setting(32, "Evaluator pairs per forward pass.", "evaluator", ge=1, le=4096)
+    max_length: int = setting(
+        512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator",
+        ge=16, le=512,
+    )  # fmt: skip
+    preset: Optional[Literal[tuple(PRESETS)]] = setting(  # type: ignore[valid-type]
+        None, f"Paper thresholds for the T5 evaluator: {', '.join(PRESETS)}.", "thresholds"
+    )
+    upper: Optional[float] = setting(None, "Upper threshold: Correct if any score >= it.", "thresholds", ge=-1, le=1)
+    lower: Optional[float] = setting(None, "Lower threshold: Incorrect if all scores < it.", "thresholds", ge=-1, le=1)
+    filter_threshold: Optional[float] = setting(
+        None, "Strips scoring below it are dropped.", "thresholds", ge=-1, le=1
+    )
+    strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
+        "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine"
+    )
+    strips: int = setting(5, "Strips kept by refinement.", "refine", ge=1, le=100)
+    refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine")
+    model: str = setting(
+        "qwen2.5-0.5b", "Generator: qwen2.5-0.5b (Qwen2.5-Coder-0.5B-Instruct), smollm2-135m or a .gguf path.",
+        "generator",
+    )  # fmt: skip
+    task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator")  # type: ignore[valid-type]
+    max_tokens: Optional[int] = setting(None, "Tokens to generate (default: per task).", "generator", ge=1, le=8192)
+    n_ctx: int = setting(4096, "Model context window in tokens.", "generator", ge=256, le=131072)
+    temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", ge=0, le=5)
+    seed: int = setting(0, "Sampling seed.", "generator", ge=0, le=2**32 - 1)
+    threads: Optional[int] = setting(None, "CPU threads for generation (default: all cores).", "generator", ge=1, le=1024)
+    web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web")  # type: ignore[valid-type]
+    searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web")
+    rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web")
+    web_results: int = setting(5, "Result pages to fetch.", "web", ge=1, le=50)
+    wiki_first: bool = setting(False, "Wikipedia results first.", "web")
+    allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web")
+    cache: bool = setting(True, "Use the on-disk web cache.", "web")
+    fetch_timeout: float = setting(10.0, "Connect/read timeout per page and search, seconds.", "web", gt=0, le=600)
+    max_page_bytes: int = setting(2_000_000, "A page body is cut at this many bytes.", "web", ge=1000, le=10**9)
+    cache_ttl: float = setting(7 * 24 * 3600.0, "Web cache expiry, seconds.", "web", ge=0)
+    cache_max_mb: float = setting(200.0, "Web cache size bound, MB (oldest entries go first).", "web", gt=0)
+
+    @field_validator("index", mode="after")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("evaluator")
+    @classmethod
+    def _evaluator(cls, value: str) -> str:
+        kind, sep, arg = value.partition(":")
+        if kind not in ("minilm", "t5") or (kind == "t5" and not arg) or (sep and not arg):
+            raise ValueError("use minilm, minilm:PATH or t5:PATH")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if value in EMBEDDED_MODEL_NAMES:
+            return value
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ValueError(f"no such model: give a .gguf file or one of {', '.join(EMBEDDED_MODEL_NAMES)}")
+        return value
+
+    @field_validator("searxng_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value.strip().rstrip("/")
+
+    @model_validator(mode="after")
+    def _together(self) -> "Settings":
+        if self.upper is not None and self.lower is not None and self.lower > self.upper:
+            raise ValueError(f"lower ({self.lower}) is above upper ({self.upper})")
+        if self.web == "searxng" and not self.searxng_url:
+            raise ValueError("web = searxng needs searxng_url (--searxng-url URL)")
+        if self.max_tokens is not None and self.max_tokens >= self.n_ctx - 64:
+            raise ValueError(f"max_tokens ({self.max_tokens}) leaves no room for a prompt in n_ctx ({self.n_ctx})")
+        return self
 
     def replace(self, **changes: Any) -> "Settings":
-        return dataclasses.replace(self, **changes)
+        """A validated copy with ``changes`` applied."""
+        return Settings.model_validate({**self.model_dump(), **changes})
+
+    def warnings(self) -> list[str]:
+        """Settings that are valid but probably not what the user meant."""
+        out = []
+        if self.preset is not None and self.evaluator.partition(":")[0] != "t5":
+            out.append(
+                f"preset {self.preset!r} holds the T5 evaluator's thresholds; on {self.evaluator} cosine scores "
+                "(about -0.1 to 0.9) Incorrect can then never fire: calibrate instead (crag calibrate)"
+            )
+        return out
+
+
+# --------------------------------------------------------------------------- the declaration, read back
 
 
 def field_names() -> list[str]:
-    return [f.name for f in dataclasses.fields(Settings)]
+    return list(Settings.model_fields)
 
 
-def _hints() -> dict[str, Any]:
-    return typing.get_type_hints(Settings)
+def group(name: str) -> str:
+    return Settings.model_fields[name].json_schema_extra["group"]  # type: ignore[index]
 
 
-def _base_type(tp: Any) -> Any:
-    """``int | None`` -> ``int``; plain types unchanged."""
+def names_in(*groups: str) -> tuple[str, ...]:
+    """The settings of the given groups, in declaration order."""
+    return tuple(n for n in Settings.model_fields if group(n) in groups)
+
+
+def option_decls(name: str) -> tuple[str, ...]:
+    """The command-line option of a setting, as click declares it: ``("-k", "--top-k")``, ``("--refine/--no-refine",)``."""
+    declared = Settings.model_fields[name].json_schema_extra.get("flags")  # type: ignore[union-attr]
+    if declared:
+        return tuple(declared)
+    dashed = name.replace("_", "-")
+    if value_type(name) is bool:
+        return (f"--{dashed}/--no-{dashed}",)
+    return (f"--{dashed}",)
+
+
+def flag(name: str) -> str:
+    """The option's long name as a user reads it: ``--top-k``, ``--refine/--no-refine``."""
+    return option_decls(name)[-1]
+
+
+def value_type(name: str) -> Any:
+    """The field's base type: ``int | None`` -> ``int``; a ``Literal`` -> ``str``."""
+    tp = Settings.model_fields[name].annotation
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return args[0]
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if typing.get_origin(tp) is Literal:
+        return str
     return tp
 
 
-def _optional(tp: Any) -> bool:
-    return (isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union) and type(
-        None
-    ) in typing.get_args(tp)
+def choices(name: str) -> tuple[str, ...] | None:
+    tp = Settings.model_fields[name].annotation
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    return typing.get_args(tp) if typing.get_origin(tp) is Literal else None
+
+
+def optional(name: str) -> bool:
+    tp = Settings.model_fields[name].annotation
+    return (isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union) and type(None) in typing.get_args(tp)
+
+
+def default(name: str) -> Any:
+    return Settings.model_fields[name].default
+
+
+def bounds(name: str) -> str:
+    """The allowed range as text (``">= 1, <= 1000"``), or ``""``."""
+    parts = []
+    for m in Settings.model_fields[name].metadata:
+        for attr, sym in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if getattr(m, attr, None) is not None:
+                parts.append(f"{sym} {getattr(m, attr)}")
+    return ", ".join(parts)
+
+
+def help_text(name: str) -> str:
+    """The option's help: description, range, default (for ``--help`` and README's table)."""
+    info = Settings.model_fields[name]
+    text = info.description or ""
+    allowed = bounds(name)
+    if allowed:
+        text += f" Range: {allowed}."
+    dflt = info.default
+    if dflt is not None:
+        if isinstance(dflt, bool):
+            shown = flag(name).split("/")[0 if dflt else 1].lstrip("-")
+        elif isinstance(dflt, float) and dflt.is_integer():
+            shown = str(int(dflt))
+        else:
+            shown = str(dflt)
+        text += f" (default: {shown})"
+    return text
+
+
+_ADAPTERS: dict[str, TypeAdapter] = {}
+
+
+def _adapter(name: str) -> TypeAdapter:
+    if name not in _ADAPTERS:
+        info = Settings.model_fields[name]
+        _ADAPTERS[name] = TypeAdapter(typing.Annotated[info.annotation, info], config=Settings.model_config)
+    return _ADAPTERS[name]
+
+
+def _problem(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    msg = first["msg"]
+    msg = msg[0].lower() + msg[1:] if msg else msg
+    return msg.removeprefix("value error, ")
 
 
 def coerce(name: str, value: Any, source: str) -> Any:
-    """Convert ``value`` (a string from the environment, or a TOML value) to the type of field ``name``.
+    """Validate one raw value (a string from the environment or a flag, a TOML value) for setting ``name``.
 
     Parameters
     ----------
@@ -101,57 +276,50 @@ def coerce(name: str, value: Any, source: str) -> Any:
     Returns
     -------
     Any
-        The value with the field's type.
+        The value with the field's type, inside its range.
 
     Raises
     ------
     SettingsError
-        When the field does not exist or the value does not convert.
+        When the setting does not exist or the value is not allowed.
     """
-    hints = _hints()
-    if name not in hints:
+    if name not in Settings.model_fields:
         raise SettingsError(f"unknown setting {name!r} in {source}")
-    tp = hints[name]
-    base = _base_type(tp)
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
-        if _optional(tp):
+        if optional(name):
             return None
-        raise SettingsError(f"setting {name!r} in {source} cannot be empty")
+        raise SettingsError(_bad(name, value, source, "cannot be empty"))
+    if isinstance(value, str):
+        value = value.strip()
+        if value_type(name) is float and not _finite_text(value):
+            raise SettingsError(_bad(name, value, source, "input should be a finite number"))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SettingsError(_bad(name, value, source, "input should be a finite number"))
     try:
-        if base is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(value)
-        if base is int:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
-            return int(value)
-        if base is float:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            return float(value)
-        if base is Path:
-            return Path(str(value)).expanduser()
-        return str(value)
-    except (TypeError, ValueError):
-        raise SettingsError(
-            f"setting {name!r} in {source} must be {getattr(base, '__name__', base)}, got {value!r}"
-        ) from None
+        return _adapter(name).validate_python(value)
+    except ValidationError as exc:
+        raise SettingsError(_bad(name, value, source, _problem(exc))) from None
+
+
+def _bad(name: str, value: Any, source: str, problem: str) -> str:
+    return f"bad value {value!r} for {name} (from {source}): {problem}"
+
+
+def _finite_text(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return True  # not a number at all: the type check says so
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """Read a ``crag.toml`` file into ``{field: value}`` with values of the fields' types."""
+    """Read a ``crag.toml`` file into ``{setting: value}``, every value validated."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise SettingsError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise SettingsError(f"config file {path} is a folder") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"cannot read config file {path}: {exc}") from None
     if isinstance(data.get("crag"), dict):
@@ -161,11 +329,11 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def read_env(env: Mapping[str, str]) -> dict[str, Any]:
-    """Settings from ``CRAG_*`` environment variables (``CRAG_CONFIG`` is not a setting)."""
+    """Settings from ``CRAG_*`` environment variables (``CRAG_CONFIG`` and ``CRAG_CACHE_DIR`` are not settings)."""
     out: dict[str, Any] = {}
     names = set(field_names())
     for key, value in env.items():
-        if not key.startswith(ENV_PREFIX) or key == ENV_PREFIX + "CONFIG":
+        if not key.startswith(ENV_PREFIX):
             continue
         name = key[len(ENV_PREFIX) :].lower()
         if name in names:
@@ -179,7 +347,7 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Settings:
-    """Merge the four layers into one :class:`Settings`.
+    """Merge the four layers into one validated :class:`Settings`.
 
     Parameters
     ----------
@@ -192,6 +360,12 @@ def load_settings(
         The environment (default ``os.environ``).
     cwd : Path, optional
         Where to look for ``crag.toml`` (default the working directory).
+
+    Raises
+    ------
+    SettingsError
+        A bad value (naming the setting and where it came from), or settings that
+        do not work together.
     """
     env = os.environ if env is None else env
     if config is None and env.get(ENV_PREFIX + "CONFIG"):
@@ -200,23 +374,48 @@ def load_settings(
         candidate = (cwd or Path.cwd()) / CONFIG_FILE
         config = candidate if candidate.is_file() else None
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     if config is not None:
         values.update(read_config(config))
-    values.update(read_env(env))
+        sources.update(dict.fromkeys(values, f"config file {config}"))
+    from_env = read_env(env)
+    values.update(from_env)
+    sources.update({n: f"environment variable {ENV_PREFIX}{n.upper()}" for n in from_env})
     for name, value in (flags or {}).items():
         if value is not None:
-            values[name] = coerce(name, value, f"--{name.replace('_', '-')}")
-    return Settings(**values)
+            sources[name] = flag(name).split("/")[0]
+            values[name] = coerce(name, value, sources[name])
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        loc = exc.errors(include_url=False)[0].get("loc") or ()
+        if loc and loc[0] in values:
+            raise SettingsError(_bad(loc[0], values[loc[0]], sources[loc[0]], _problem(exc))) from None
+        raise SettingsError(f"settings do not work together: {_problem(exc)}") from None
 
 
-def write_config(path: Path, values: Mapping[str, Any]) -> None:
+def write_config(path: Path, values: Mapping[str, Any], inputs: tuple[Path, ...] = ()) -> None:
     """Set ``values`` in the TOML config at ``path``, keeping its other keys.
 
+    An existing file is updated only when it is a crag config (TOML whose keys
+    are all settings); the new file is written beside it and renamed into place.
     Written as flat ``key = value`` lines (only the scalar types Settings uses).
+
+    Raises
+    ------
+    SettingsError
+        When ``path`` is one of ``inputs``, a folder, or a file that is not a crag config.
     """
+    from .files import refuse_input, write_text_atomic
+
+    path = Path(path)
+    refuse_input(path, inputs)
     current: dict[str, Any] = {}
     if path.exists():
-        current = {k: v for k, v in read_config(path).items()}
+        try:
+            current = read_config(path)
+        except SettingsError as exc:
+            raise SettingsError(f"{path} is not a crag config file, so it is left alone ({exc})") from None
     current.update(values)
     lines = []
     for key in sorted(current):
@@ -230,10 +429,9 @@ def write_config(path: Path, values: Mapping[str, Any]) -> None:
         else:
             text = '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
         lines.append(f"{key} = {text}")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
+    if not path.parent.is_dir():
+        raise SettingsError(f"cannot write {path}: no such folder {path.parent}")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 __all__ = [
     "Settings",
@@ -243,5 +441,10 @@ __all__ = [
     "write_config",
     "coerce",
     "field_names",
+    "names_in",
+    "flag",
+    "option_decls",
+    "help_text",
     "CONFIG_FILE",
+    "WEB_BACKENDS",
 ]

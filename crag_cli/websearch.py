@@ -14,9 +14,7 @@ query, or by URL) for ``cache_ttl`` seconds.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import ipaddress
-import json
 import re
 import socket
 import time
@@ -132,35 +130,54 @@ def rewrite_query(question: str, generator: Generator | None) -> tuple[str, bool
 
 
 class DiskCache:
-    """JSON values on disk under ``root``, keyed by a string, expiring after ``ttl`` seconds."""
+    """JSON values on disk under ``root``, keyed by a string, expiring after ``ttl`` seconds, bounded in size.
 
-    def __init__(self, root: Path, ttl: float) -> None:
+    Backed by diskcache (SQLite, safe across concurrent processes, values stored
+    as JSON, never pickled). Expired entries are deleted when the cache is
+    opened; past ``max_bytes`` the oldest entries are evicted. A cache that
+    cannot be read or written only costs a refetch.
+    """
+
+    def __init__(self, root: Path, ttl: float, max_bytes: int = 200_000_000) -> None:
+        import diskcache
+
         self.root = Path(root)
         self.ttl = ttl
-
-    def _path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
-        return self.root / digest[:2] / f"{digest}.json"
+        try:
+            self._cache = diskcache.Cache(
+                str(self.root), size_limit=int(max_bytes), disk=diskcache.JSONDisk,
+                eviction_policy="least-recently-stored", statistics=False,
+            )  # fmt: skip
+            self._cache.expire()
+        except Exception:  # unwritable folder, corrupt database: run without a cache
+            self._cache = None
 
     def get(self, key: str):
-        path = self._path(key)
+        if self._cache is None:
+            return None
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return self._cache.get(key)
+        except Exception:
             return None
-        if entry.get("key") != key or time.time() - entry.get("time", 0) > self.ttl:
-            return None
-        return entry.get("value")
 
     def put(self, key: str, value) -> None:
-        path = self._path(key)
+        if self._cache is None:
+            return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"key": key, "time": time.time(), "value": value}), encoding="utf-8")
-            tmp.replace(path)
-        except OSError:
-            pass  # a cache that cannot be written only costs a refetch
+            self._cache.set(key, value, expire=self.ttl)
+        except Exception:
+            pass
+
+    def __len__(self) -> int:
+        return len(self._cache) if self._cache is not None else 0
+
+    def volume(self) -> int:
+        """Bytes on disk."""
+        return self._cache.volume() if self._cache is not None else 0
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
 
 
 # --------------------------------------------------------------------------- URL safety
@@ -480,18 +497,31 @@ class WebSearch:
             self.cache.put(key, [r.__dict__ for r in found])
         return found
 
+    def _page_key(self, url: str) -> str:
+        """Pages fetched while private addresses were allowed are only ever served under the same policy."""
+        policy = "private-allowed" if self.fetcher.allow_private else "public-only"
+        return f"page:{policy}:{url}"
+
     def _fetch(self, urls: list[str]) -> list[Page]:
+        """Fetch (or take from the cache) each URL; the address check comes first, cached or not."""
         pages: dict[str, Page] = {}
+        allowed = []
+        for url in urls:
+            problem = check_url(url, self.fetcher.allow_private, self.fetcher.trusted_hosts)
+            if problem:
+                pages[url] = Page(url, error=problem)
+            else:
+                allowed.append(url)
         if self.cache is not None:
-            for url in urls:
-                hit = self.cache.get(f"page:{url}")
+            for url in allowed:
+                hit = self.cache.get(self._page_key(url))
                 if hit is not None:
                     pages[url] = Page(**hit, cached=True)
-        missing = [u for u in urls if u not in pages]
+        missing = [u for u in allowed if u not in pages]
         for page in self.fetcher.fetch_all(missing):
             pages[page.url] = page
             if self.cache is not None and page.error is None:
-                self.cache.put(f"page:{page.url}", {k: v for k, v in page.__dict__.items() if k != "cached"})
+                self.cache.put(self._page_key(page.url), {k: v for k, v in page.__dict__.items() if k != "cached"})
         return [pages[u] for u in urls]
 
     def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
@@ -558,7 +588,7 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
         raise CragError(f"unknown web backend {settings.web!r}")
     cache = None
     if settings.cache:
-        cache = DiskCache(cache_dir() / "web", settings.cache_ttl)
+        cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
     return WebSearch(
         backend, evaluator, generator,
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),

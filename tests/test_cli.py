@@ -50,7 +50,7 @@ def test_evaluate_input_file_one_line_each_with_error_records(built_index, tmp_p
     qs = tmp_path / "q.jsonl"
     qs.write_text('{"id": "a", "question": "capital of France?"}\nnot json\n{"question": ""}\n')
     r = invoke("evaluate", "--input", qs, "--index", built_index, "--evaluator", "minilm")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # as in batch: every line written, exit 1 because some are error records
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["a", None, "line-3"]
     assert lines[0]["scores"] and lines[1]["error"].startswith("malformed JSON") and lines[2]["error"]
@@ -59,7 +59,7 @@ def test_evaluate_input_file_one_line_each_with_error_records(built_index, tmp_p
 @pytest.mark.parametrize("args, message", [
     (("What?", "--index", "nowhere"), "no index at nowhere"),
     (("  ",), "the question is empty"),
-    (("What?", "--top-k", "0"), "top_k must be at least 1"),
+    (("What?", "--top-k", "0"), "bad value '0' for top_k (from --top-k): input should be greater than or equal to 1"),
 ])
 def test_evaluate_bad_input_is_one_line(args, message, built_index):
     r = invoke("evaluate", *args)
@@ -93,7 +93,7 @@ def test_ask_incorrect_without_web_answers_without_documents(built_index, tiny_g
 
 def test_ask_missing_model(built_index, tmp_path):
     r = invoke("ask", "What?", "--index", built_index, "--model", tmp_path / "x.gguf")
-    assert r.exit_code == 1 and "model not found" in r.stderr
+    assert r.exit_code == 1 and "no such model" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
@@ -133,35 +133,46 @@ def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
     full = tmp_path / "full.jsonl"
     assert invoke("batch", qs, "-o", full, *common).exit_code == 1  # line 2 is an error record
+    assert not (tmp_path / "full.jsonl.partial").exists()
+    manifest = json.loads((tmp_path / "full.jsonl.run.json").read_text())
+    assert manifest["complete"] is True and manifest["identity"]["model"] == str(tiny_gguf)
     lines = full.read_text().splitlines(keepends=True)
+    # the state a kill leaves: the run manifest, and a partial file cut in the third record
     part = tmp_path / "part.jsonl"
-    part.write_text(lines[0] + lines[1] + lines[2][:25])  # killed while writing the third record
+    (tmp_path / "part.jsonl.run.json").write_text(json.dumps(dict(manifest, output="part.jsonl", complete=False)))
+    (tmp_path / "part.jsonl.partial").write_text(lines[0] + lines[1] + lines[2][:25])
     r = invoke("batch", qs, "-o", part, "--resume", *common)
     assert r.exit_code == 1, r.output
     assert "resuming after the 2 records" in r.stderr and "summary: 4 questions" in r.stderr
     assert part.read_text().startswith(lines[0] + lines[1])  # kept records are untouched
     assert _without_timings(part.read_text()) == _without_timings(full.read_text())
+    assert not (tmp_path / "part.jsonl.partial").exists()
     before = part.read_text()
     r = invoke("batch", qs, "-o", part, "--resume", *common)
     assert "nothing to do" in r.stderr and part.read_text() == before
 
 
-@pytest.mark.parametrize("kind", ["other input", "longer", "not json", "no output"])
+@pytest.mark.parametrize("kind", ["other input", "longer", "not json", "not ours", "no output"])
 def test_batch_resume_refuses_a_file_that_is_not_this_inputs_output(kind, built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n")
     out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
+    if kind != "not ours":
+        assert invoke("batch", qs, "-o", out, *common).exit_code == 0  # crag's own output, with its run manifest
     content = {
         "other input": json.dumps({"id": "zzz", "answer": "x"}) + "\n",
         "longer": (json.dumps({"id": "a"}) + "\n") * 2,
         "not json": "hello\n",
+        "not ours": "my own notes\n",
         "no output": "",
     }[kind]
     out.write_text(content)
     args = ["-o", out] if kind != "no output" else []
-    r = invoke("batch", qs, *args, "--resume", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    r = invoke("batch", qs, *args, "--resume", *common)
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
-    assert ("cannot resume" in r.stderr) if kind != "no output" else ("--resume needs -o" in r.stderr)
+    expected = {"no output": "--resume needs -o", "not ours": "crag did not write it"}.get(kind, "cannot resume")
+    assert expected in r.stderr
     assert out.read_text() == content  # nothing overwritten
 
 

@@ -1,0 +1,380 @@
+"""``crag batch`` as a library: the run over a question file, its output guarantees, its summary.
+
+Guarantees (README, "crag batch"):
+
+* one record per non-blank input line, in input order; a bad line is an error record;
+* with ``-o OUT`` the records go to ``OUT.partial`` as they are done and the
+  file is renamed to ``OUT`` when the batch ends, so ``OUT`` is always a whole
+  run's output; ``OUT.run.json`` (the run manifest) records what produced it;
+* ``--resume`` goes on after the records already written, and refuses a file
+  produced by other settings, naming the setting; ``--retry-errors`` also redoes
+  the records that ended in an error;
+* crag never writes over its input, and never over a file it did not write
+  (one without its run manifest) unless told to (``--overwrite``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__, files
+from .errors import CragError
+from .records import QuestionLine, error_record, to_record
+
+RUN_MANIFEST_VERSION = 1
+# Settings that change what a record says. Resuming with any of them different is refused.
+ANSWER_SETTINGS = (
+    "top_k", "evaluator", "max_length", "strip_mode", "strips", "refine", "model", "task", "max_tokens", "n_ctx",
+    "temperature", "seed", "web", "searxng_url", "rewrite", "web_results", "wiki_first", "allow_private",
+    "max_page_bytes",
+)  # fmt: skip
+
+
+def partial_path(output: Path) -> Path:
+    return output.with_name(output.name + ".partial")
+
+
+def manifest_path(output: Path) -> Path:
+    return output.with_name(output.name + ".run.json")
+
+
+def read_run_manifest(output: Path) -> dict | None:
+    """The run manifest beside ``output``, or ``None`` when there is none crag wrote."""
+    try:
+        data = json.loads(manifest_path(output).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("crag_run") != RUN_MANIFEST_VERSION or data.get("output") != output.name:
+        return None
+    return data
+
+
+def _hash_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def index_fingerprint(manifest: dict) -> str:
+    """sha256 of an index manifest's content (when and where it was built left out)."""
+    return _hash_json({k: v for k, v in manifest.items() if k not in ("created", "created_by", "docs")})
+
+
+_MODEL_HASHES: dict[tuple, str] = {}
+
+
+def model_fingerprint(model: str) -> str:
+    """sha256 of the generator's GGUF file (embedded models: their pinned sha256, checked before every load)."""
+    from .generator import QWEN_NAME, QWEN_SHA256, resolve_model, sha256_file
+
+    if model == QWEN_NAME:
+        return QWEN_SHA256
+    path = resolve_model(model)
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _MODEL_HASHES:
+        _MODEL_HASHES[key] = sha256_file(path)
+    return _MODEL_HASHES[key]
+
+
+def evaluator_fingerprint(spec: str) -> str:
+    """The evaluator's name, plus the names, sizes and times of its checkpoint's files for ``KIND:PATH``."""
+    kind, _, arg = spec.partition(":")
+    if not arg:
+        return spec
+    path = Path(arg)
+    entries = []
+    if path.is_dir():
+        for f in sorted(path.rglob("*")):
+            if f.is_file():
+                st = f.stat()
+                entries.append((f.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns))
+    return f"{spec} {_hash_json(entries)[:16]}"
+
+
+def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
+    """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
+    identity = {"crag_version": __version__, "mode": mode}
+    identity.update({name: getattr(settings, name) for name in ANSWER_SETTINGS})
+    identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
+    identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"} if mode == "crag" else None
+    identity["model_sha256"] = model_fingerprint(settings.model)
+    identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator)
+    identity["index_sha256"] = index_fingerprint(index_manifest) if mode != "no-retrieval" else None
+    return identity
+
+
+def identity_mismatch(old: dict, new: dict) -> str | None:
+    """The first setting that differs between two runs, as ``name (then X, now Y)``, or ``None``."""
+    for key in new:
+        if key == "crag_version":
+            continue
+        if old.get(key) != new[key]:
+            return f"{key} (the records were made with {old.get(key)!r}, this run has {new[key]!r})"
+    return None
+
+
+# --------------------------------------------------------------------------- reading what is done
+
+
+def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = True) -> list[dict[str, Any]]:
+    """The records a batch already wrote to ``path``, checked against the input.
+
+    ``crag batch`` writes one record per non-blank input line, in input order, so a
+    usable file holds records for a prefix of ``lines``. A last line cut off by an
+    interruption (no newline at its end) is dropped (and cut from the file with
+    ``truncate``).
+
+    Raises
+    ------
+    CragError
+        When the file is not a prefix of this input's records.
+    """
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
+        if truncate:
+            with open(path, "r+b") as f:
+                f.truncate(len(data))
+    records: list[dict[str, Any]] = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = None
+        if not isinstance(rec, dict):
+            raise CragError(f"cannot resume: line {n} of {path} is not a JSON record")
+        records.append(rec)
+    if len(records) > len(lines):
+        raise CragError(f"cannot resume: {path} holds {len(records)} records, more than the {len(lines)} input lines")
+    for n, (rec, q) in enumerate(zip(records, lines), 1):
+        same = rec.get("id") == q.id if q.id is not None else rec.get("line") == q.line
+        if not same:
+            raise CragError(
+                f"cannot resume: record {n} of {path} is for {rec.get('id')!r}, but input line {q.line} is "
+                f"{q.id!r}; is this the output of another input file?"
+            )
+    return records
+
+
+# --------------------------------------------------------------------------- the output file
+
+
+class BatchOutput:
+    """Where a batch's records go: ``OUT.partial`` while running, ``OUT`` when done, ``OUT.run.json`` beside.
+
+    Parameters
+    ----------
+    path : Path
+        The output file the user named.
+    inputs : sequence of Path
+        Files the batch reads (never written over).
+    resume, retry_errors, overwrite : bool
+        The command's flags.
+    """
+
+    def __init__(self, path: Path, inputs: Sequence[Path], resume: bool = False, retry_errors: bool = False,
+                 overwrite: bool = False) -> None:  # fmt: skip
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.manifest = manifest_path(self.path)
+        self.inputs = tuple(inputs)
+        self.resume = resume
+        self.retry_errors = retry_errors
+        self.overwrite = overwrite
+        self._file = None
+        self._swap_at: int | None = None
+        self._tmp: Path | None = None
+
+    def check(self) -> None:
+        """Everything that can be checked before a model loads; raises :class:`CragError`."""
+        files.check_output_file(self.path)
+        for target in (self.path, self.partial, self.manifest):
+            files.refuse_input(target, self.inputs)
+        ours = read_run_manifest(self.path) is not None
+        present = [p for p in (self.path, self.partial) if p.exists() and (p.is_dir() or p.stat().st_size > 0)]
+        for p in present:
+            if p.is_dir():
+                raise CragError(f"{p} is a folder: crag leaves it alone")
+        if self.manifest.exists() and not ours:
+            raise CragError(f"{self.manifest} exists and is not a crag run manifest: crag leaves it alone")
+        if present and not ours and not self.overwrite:
+            raise CragError(
+                f"{present[0]} exists and crag did not write it (no run manifest {self.manifest.name}): "
+                "use --overwrite to replace it" + (", or start a new output file" if self.resume else "")
+            )
+        if self.resume and present and not ours and self.overwrite:
+            raise CragError("--resume and --overwrite contradict each other here: choose one")
+
+    def done_records(self, lines: Sequence[QuestionLine], identity: dict) -> list[dict]:
+        """The records to keep (``--resume``), after checking they come from the same settings."""
+        if not self.resume:
+            return []
+        source = self.partial if self.partial.exists() else self.path
+        if not source.exists():
+            return []
+        old = read_run_manifest(self.path)
+        if old is None:
+            raise CragError(f"cannot resume: {source} has no run manifest ({self.manifest.name}), so what made it is unknown")
+        problem = identity_mismatch(old.get("identity", {}), identity)
+        if problem:
+            raise CragError(f"cannot resume {source}: it was made with another {problem}; use --overwrite to start again")
+        return read_records(source, lines, truncate=source == self.partial)
+
+    def open(self, identity: dict, done: list[dict], lines: Sequence[QuestionLine]) -> None:
+        """Claim the output (run manifest), then open the partial file for the records to come."""
+        for target in (self.path, self.partial):
+            files.clean_stale(target)
+        files.write_text_atomic(self.manifest, json.dumps(
+            {"crag_run": RUN_MANIFEST_VERSION, "output": self.path.name, "partial": self.partial.name,
+             "identity": identity, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "complete": False}, indent=1) + "\n")  # fmt: skip
+        retry = self.retry_errors and any(rec.get("error") for rec in done)
+        from_target = done and not self.partial.exists()
+        if retry or from_target:
+            # a fresh file: kept records are copied, redone ones written as they come; it becomes
+            # the partial file once the kept prefix is through, so a kill before then loses nothing kept
+            self._tmp = files.temp_file(self.partial)
+            self._file = open(self._tmp, "w", encoding="utf-8")
+            self._swap_at = len(done)
+        else:
+            self._file = open(self.partial, "a" if done else "w", encoding="utf-8")
+
+    def keep(self, index: int, rec: dict) -> None:
+        """A record from the earlier run that stays: written only when the file is being rewritten."""
+        if self._tmp is not None:
+            self._line(rec)
+        self._maybe_swap(index)
+
+    def write(self, index: int, rec: dict) -> None:
+        self._line(rec)
+        self._maybe_swap(index)
+
+    def _line(self, rec: dict) -> None:
+        self._file.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def _maybe_swap(self, index: int) -> None:
+        if self._tmp is not None and index + 1 >= (self._swap_at or 0):
+            os.replace(self._tmp, self.partial)
+            self._tmp = None
+
+    def close(self, finished: bool, summary: dict | None = None) -> None:
+        """Close the partial file; when ``finished``, rename it to the output and mark the manifest complete."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._tmp is not None:  # never got past the kept prefix: the earlier partial stays as it was
+            files.remove(self._tmp)
+            self._tmp = None
+        if finished:
+            if self.partial.exists():
+                os.replace(self.partial, self.path)
+            data = read_run_manifest(self.path) or {}
+            data.update(complete=True, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        summary=summary or {})  # fmt: skip
+            files.write_text_atomic(self.manifest, json.dumps(data, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Summary:
+    """Counts over a batch's records: each record counted once, under its action or as an error."""
+
+    total: int = 0
+    actions: Counter = field(default_factory=Counter)
+    errors: int = 0
+    graded: int = 0
+    correct: int = 0
+    seconds: float = 0.0
+    answered_now: int = 0
+
+    def add(self, rec: dict) -> None:
+        self.total += 1
+        if rec.get("error"):
+            self.errors += 1
+        else:
+            self.actions[rec.get("action") or rec.get("mode") or "answered"] += 1
+        if rec.get("correct") is not None:
+            self.graded += 1
+            self.correct += bool(rec["correct"])
+
+    def to_dict(self) -> dict:
+        return {"records": self.total, "actions": dict(self.actions), "errors": self.errors,
+                "graded": self.graded, "correct": self.correct}  # fmt: skip
+
+    def line(self, resumed: int = 0) -> str:
+        parts = [f"{self.total} questions", ", ".join(f"{k}: {v}" for k, v in sorted(self.actions.items())) or "none answered"]
+        if self.errors:
+            parts.append(f"{self.errors} error record(s)")
+        if self.graded:
+            parts.append(f"accuracy {self.correct}/{self.graded} = {self.correct / self.graded:.1%}")
+        if self.answered_now:
+            parts.append(f"{self.seconds / self.answered_now:.2f} s/question"
+                         + (f" (the {self.answered_now} answered now)" if resumed else ""))  # fmt: skip
+        return "summary: " + "; ".join(parts)
+
+
+def answer(pipeline, q: QuestionLine, mode: str) -> dict:
+    """One input line's record: the pipeline's result, or an error record (never raises)."""
+    if q.error:
+        return error_record(q.id, q.question, q.error, q.line)
+    try:
+        return to_record(pipeline.run(q.question, id=q.id, answers=q.answers, task=q.task, mode=mode))
+    except Exception as exc:  # one bad question never stops the batch
+        return error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
+
+
+def run_batch(
+    pipeline,
+    lines: Sequence[QuestionLine],
+    mode: str,
+    output: BatchOutput | None,
+    done: Sequence[dict] = (),
+    retry_errors: bool = False,
+    on_record: Callable[[dict, Summary], None] | None = None,
+    stream=None,
+) -> Summary:
+    """Answer ``lines`` in order; records to ``output`` (or ``stream``, default stdout).
+
+    Records in ``done`` (an earlier run's) are kept, except error records when
+    ``retry_errors``. ``KeyboardInterrupt`` leaves the partial file whole (and the
+    manifest incomplete) and propagates.
+    """
+    summary = Summary()
+    stream = stream or sys.stdout
+    finished = False
+    try:
+        for i, q in enumerate(lines):
+            if i < len(done) and not (retry_errors and done[i].get("error")):
+                rec = done[i]
+                if output is not None:
+                    output.keep(i, rec)
+            else:
+                t0 = time.perf_counter()
+                rec = answer(pipeline, q, mode)
+                summary.answered_now += 1
+                summary.seconds += time.perf_counter() - t0
+                if output is not None:
+                    output.write(i, rec)
+                else:
+                    stream.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+                    stream.flush()
+            summary.add(rec)
+            if on_record is not None:
+                on_record(rec, summary)
+        finished = True
+    finally:
+        if output is not None:
+            output.close(finished, summary.to_dict() if finished else None)
+    return summary

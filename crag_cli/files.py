@@ -1,0 +1,138 @@
+"""What crag may write, replace and delete: only what it made itself.
+
+Rules every command follows (README, "Your files"):
+
+* An output is written to a temporary beside its target and renamed into place,
+  so a crash never leaves half a file under the target's name.
+* An output is refused when it is one of the command's inputs.
+* A temporary is named ``.TARGET.crag-tmp-PID-XXXX``: a later run removes the
+  ones whose process is gone (a killed run's leftovers), never another
+  process's, never anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+from .errors import CragError
+
+TEMP_TAG = ".crag-tmp-"
+_TEMP = re.compile(r"^\.(?P<target>.+)\.crag-tmp-(?P<pid>\d+)-[^/]+$")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name the same file (or would: compared resolved when either is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def refuse_input(output: Path, inputs: Iterable[Path]) -> None:
+    """Raise :class:`CragError` when ``output`` is one of ``inputs`` (``-`` = stdin is never a file)."""
+    for inp in inputs:
+        if inp is not None and str(inp) != "-" and same_file(output, inp):
+            raise CragError(f"the output {output} is the input {inp}: crag never writes over its input")
+
+
+def check_output_file(path: Path, what: str = "output") -> None:
+    """An output file must be a file name in an existing folder (checked before any model loads)."""
+    path = Path(path)
+    if str(path).endswith(("/", os.sep)) or path.is_dir():
+        raise CragError(f"the {what} {path} is a folder; give a file name")
+    parent = path.parent
+    if not parent.exists():
+        raise CragError(f"cannot write the {what} {path}: no such folder {parent}")
+    if not parent.is_dir():
+        raise CragError(f"cannot write the {what} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CragError(f"cannot write the {what} {path}: folder {parent} is not writable")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (on this machine)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def temp_prefix(target: Path) -> str:
+    return f".{Path(target).name}{TEMP_TAG}{os.getpid()}-"
+
+
+def temp_file(target: Path, suffix: str = "") -> Path:
+    """A new empty temporary file beside ``target``, named so that a later run can clean it up."""
+    fd, name = tempfile.mkstemp(prefix=temp_prefix(target), suffix=suffix, dir=Path(target).parent)
+    os.close(fd)
+    return Path(name)
+
+
+def temp_dir(target: Path) -> Path:
+    """A new temporary folder beside ``target``."""
+    return Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=Path(target).parent))
+
+
+def stale_temporaries(target: Path) -> list[Path]:
+    """Temporaries of ``target`` left by processes that no longer run."""
+    target = Path(target)
+    try:
+        entries = list(target.parent.iterdir()) if target.parent.is_dir() else []
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        m = _TEMP.match(entry.name)
+        if m and m.group("target") == target.name and not pid_alive(int(m.group("pid"))):
+            out.append(entry)
+    return out
+
+
+def remove(path: Path) -> None:
+    """Delete one of crag's own files or folders (never follows a link into a folder)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass  # left for the next run
+
+
+def clean_stale(target: Path) -> int:
+    """Remove the temporaries of ``target`` whose process is gone; return how many."""
+    found = stale_temporaries(target)
+    for path in found:
+        remove(path)
+    return len(found)
+
+
+def older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary beside ``path`` and rename it into place."""
+    tmp = temp_file(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
