@@ -5,7 +5,7 @@ from __future__ import annotations
 from .actions import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
 from .generator import LlamaGenerator
-from .index import BM25Index
+from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
 from .settings import Settings
 
@@ -34,13 +34,18 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
     return build_web_corrector(settings, evaluator, rewriter, th)
 
 
-def pipeline(settings: Settings, with_generator: bool = True, index: BM25Index | None = None) -> Pipeline:
-    """A ready pipeline from validated settings; the index is loaded now, models lazily on first use."""
+def pipeline(
+    settings: Settings, with_generator: bool = True, index: BM25Index | None = None, retrieve: bool = True
+) -> Pipeline:
+    """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
+
+    ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index.
+    """
     th = thresholds(settings)
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None
     return Pipeline(
-        retriever=index or BM25Index.load(settings.index),
+        retriever=index or (BM25Index.load(settings.index) if retrieve else NoIndex()),
         evaluator=ev,
         thresholds=th,
         generator=gen,

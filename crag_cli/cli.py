@@ -51,7 +51,7 @@ class CragGroup(TyperGroup):
                 hint = f" (see: {ctx.command_path} --help)"
             sys.stderr.write(f"crag: error: {_lower_first(exc.format_message())}{hint}\n")
             code = 1
-        except click_exceptions.Abort:
+        except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("crag: interrupted\n")
             code = 130
         if not standalone_mode:
@@ -168,9 +168,9 @@ ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 
-def _pipeline(settings: Settings, with_generator: bool):
+def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
     try:
-        return builder.pipeline(settings, with_generator=with_generator)
+        return builder.pipeline(settings, with_generator=with_generator, retrieve=retrieve)
     except CragError as exc:
         fail(str(exc))
 
@@ -446,7 +446,7 @@ def batch(
         lines = lines[:limit]
     if not lines:
         fail(f"{input} holds no question")
-    pipe = _pipeline(settings, with_generator=True)
+    pipe = _pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
     try:
         identity = run_identity(settings, mode, pipe.thresholds, getattr(pipe.retriever, "manifest", {}))
         done = out.done_records(lines, identity) if out is not None else []

@@ -322,10 +322,10 @@ def list_files(
         kept = []
         for d in sorted(dirs):
             path = here / d
-            if not include_hidden and d.startswith("."):
-                listing.hidden.append(listing.rel(path) + "/")
-            elif path.resolve() in excluded or (is_index is not None and is_index(path)):
+            if path.resolve() in excluded or (is_index is not None and is_index(path)):
                 listing.indexes.append(listing.rel(path) + "/")
+            elif not include_hidden and d.startswith("."):
+                listing.hidden.append(listing.rel(path) + "/")
             else:
                 kept.append(d)
         dirs[:] = kept

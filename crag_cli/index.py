@@ -133,6 +133,15 @@ class Retriever(Protocol):
     def search(self, query: str, k: int) -> list[Hit]: ...
 
 
+class NoIndex:
+    """The retriever of the ``no-retrieval`` baseline: no index, nothing found."""
+
+    manifest: dict = {}
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return []
+
+
 @dataclass
 class BuildReport:
     status: str  # "built" or "unchanged"
@@ -187,6 +196,12 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
         raise IndexUnusableError(
             f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
         )
+    cwd = Path.cwd().resolve()
+    if real_index == cwd or real_index in cwd.parents:
+        raise IndexUnusableError(
+            f"--index {index_dir} is the current folder or one of its parents: a rebuild replaces the index "
+            "folder, so give one below it (such as --index .crag-index)"
+        )
     if index_dir.is_symlink():
         raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
     if index_dir.exists() and not index_dir.is_dir():
@@ -196,8 +211,9 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
             names = sorted(entry.name for entry in index_dir.iterdir())
         except OSError as exc:
             raise IndexUnusableError(f"cannot read --index {index_dir}: {exc.strerror or exc}") from None
+        foreign = [n for n in names if n not in INDEX_ENTRIES] or names
         if names:
-            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise IndexUnusableError(
                 f"--index {index_dir} is a folder that is not a crag index (it holds {shown}): "
                 "crag replaces only its own index folders; choose a new or empty folder"
@@ -276,10 +292,11 @@ def build_index(
     from . import __version__
 
     start = time.perf_counter()
-    docs, index_dir = Path(docs), Path(index_dir)
+    shown = Path(index_dir)
+    docs, index_dir = Path(docs), Path(os.path.abspath(index_dir))  # "." cannot be renamed onto; its full name can
     if not docs.exists():
         raise IndexUnusableError(f"no such folder: {docs}")
-    check_index_target(docs, index_dir)
+    check_index_target(docs, shown)
     cleaned = files.clean_stale(index_dir)
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
     sources = []
@@ -317,7 +334,7 @@ def build_index(
         index_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = files.temp_dir(index_dir)
     except OSError as exc:
-        raise IndexUnusableError(f"cannot write the index at {index_dir}: {exc.strerror or exc}") from None
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     old_dir = None
     try:
         retriever.save(str(tmp / BM25_DIR))
@@ -342,7 +359,7 @@ def build_index(
         files.remove(tmp)
         if old_dir is not None and not index_dir.exists():
             os.replace(old_dir, index_dir)
-        raise IndexUnusableError(f"cannot write the index at {index_dir}: {exc.strerror or exc}") from None
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     except BaseException:
         files.remove(tmp)
         raise

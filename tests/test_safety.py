@@ -1,0 +1,489 @@
+"""Issue 9: nothing lost, nothing leaked. Each test is one reproduction, run on a real file system."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from crag_cli.cli import app
+from webserver import LocalWeb
+
+runner = CliRunner()
+
+
+def invoke(*args, input=None, env=None):
+    return runner.invoke(app, [str(a) for a in args], input=input, env=env)
+
+
+def one_error_line(r, *fragments) -> None:
+    """The contract for bad input: exit 1, exactly one ``crag: error:`` line naming the problem."""
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crag: error: "), r.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def snapshot(folder: Path) -> dict:
+    """Every file below ``folder`` with its bytes."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+# ----------------------------------------------------------------------------- 1-3, 9: the index folder
+
+
+def test_index_refuses_a_folder_that_is_not_a_crag_index(docs_dir, tmp_path):
+    target = tmp_path / "p"
+    target.mkdir()
+    (target / "thesis.txt").write_text("four years of work")
+    one_error_line(invoke("index", docs_dir, "--index", target), "not a crag index", "thesis.txt")
+    assert snapshot(target) == {"thesis.txt": b"four years of work"}
+
+
+def test_index_refuses_the_documents_folder_and_its_parents(docs_dir, tmp_path):
+    before = snapshot(tmp_path)
+    one_error_line(invoke("index", docs_dir, "--index", docs_dir), "would hold the documents")
+    one_error_line(invoke("index", docs_dir, "--index", tmp_path), "would hold the documents")
+    one_error_line(invoke("index", docs_dir / "paris.txt", "--index", docs_dir), "would hold the documents")
+    assert snapshot(tmp_path) == before
+
+
+def test_index_refuses_an_existing_file(docs_dir, tmp_path):
+    target = tmp_path / "notes"
+    target.write_text("mine")
+    one_error_line(invoke("index", docs_dir, "--index", target), "is a file")
+    assert target.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "notes"]  # no renamed copy either
+
+
+def test_index_rebuilds_its_own_index_and_an_empty_folder_but_not_one_with_a_stray_file(docs_dir, tmp_path):
+    target = tmp_path / "ix"
+    target.mkdir()  # empty: fine
+    assert invoke("index", docs_dir, "--index", target).exit_code == 0
+    (docs_dir / "new.txt").write_text("Lisbon is the capital of Portugal.")
+    assert invoke("index", docs_dir, "--index", target).exit_code == 0  # its own index: replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "ix"]  # no temporaries left
+    (target / "todo.txt").write_text("a file the user put there")
+    one_error_line(invoke("index", docs_dir, "--index", target, "--force"), "not a crag index", "todo.txt")
+    assert (target / "todo.txt").read_text() == "a file the user put there"
+
+
+def test_index_into_the_current_folder_is_one_clear_line(docs_dir, tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    one_error_line(invoke("index", "../docs", "--index", "."), "current folder")
+    one_error_line(invoke("index", "../docs", "--index", ".."), "would hold the documents")
+
+
+# ----------------------------------------------------------------------------- 5: the index never reads itself
+
+
+def test_index_inside_the_documents_is_not_read_back_and_hidden_files_are_left_out(docs_dir, monkeypatch):
+    (docs_dir / ".git").mkdir()
+    (docs_dir / ".git" / "config.txt").write_text("[remote] url = https://token@example.org")
+    (docs_dir / ".env.md").write_text("SECRET=1")
+    monkeypatch.chdir(docs_dir)
+    first = invoke("index", ".")
+    assert first.exit_code == 0, first.output
+    assert "indexed 4 documents from 4 files" in first.stderr and "left out 2 hidden" in first.stderr
+    for _ in range(2):
+        again = invoke("index", ".")
+        assert "up to date" in again.stderr and "4 files" in again.stderr and "crag index folder" in again.stderr
+    from crag_cli.index import BM25Index
+
+    passages = BM25Index.load(docs_dir / ".crag-index").passages
+    assert not any("#0#" in p.id or "token" in p.text or "SECRET" in p.text for p in passages)
+    hidden = invoke("index", ".", "--index", "../with-hidden", "--include-hidden")
+    assert "indexed 6 documents from 6 files" in hidden.stderr, hidden.stderr
+
+
+def test_unchanged_folder_is_decided_from_sizes_and_hashes_without_parsing(docs_dir, tmp_path, monkeypatch):
+    assert invoke("index", docs_dir, "--index", tmp_path / "ix").exit_code == 0
+    import crag_cli.corpus as corpus
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("an unchanged folder must not be parsed")
+
+    monkeypatch.setattr(corpus, "html_main_text", no_parsing)
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0 and "up to date" in r.stderr
+
+
+# ----------------------------------------------------------------------------- 12: a damaged manifest
+
+
+@pytest.mark.parametrize("damage, fragment", [
+    (lambda m: m.pop("tokenizer"), "no tokenizer settings"),
+    (lambda m: m["tokenizer"].update(stemmer="klingon"), "unknown stemmer 'klingon'"),
+    (lambda m: m["tokenizer"].update(splitter="(("), "is not a regular expression"),
+    (lambda m: m["tokenizer"].update(colour="blue"), "bad tokenizer settings"),
+    (lambda m: m.pop("passage_count"), "passage_count"),
+])  # fmt: skip
+def test_a_damaged_manifest_is_one_clear_line(damage, fragment, built_index):
+    path = built_index / "manifest.json"
+    manifest = json.loads(path.read_text())
+    damage(manifest)
+    path.write_text(json.dumps(manifest))
+    one_error_line(invoke("evaluate", "capital of France?", "--index", built_index), "corrupt index", fragment)
+
+
+# ----------------------------------------------------------------------------- 7: leftovers of killed runs
+
+
+def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(docs_dir, tmp_path):
+    from crag_cli.generator import assemble
+
+    dead = dead_pid()
+    stale = tmp_path / f".ix.crag-tmp-{dead}-abc123"
+    (stale / "bm25").mkdir(parents=True)
+    (stale / "passages.jsonl").write_text("{}\n")
+    live = tmp_path / f".ix.crag-tmp-{os.getppid()}-def456"
+    live.mkdir()
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0 and "removed 1 temporary" in r.stderr
+    assert not stale.exists() and live.exists()
+
+    models = tmp_path / "models"
+    models.mkdir()
+    part = models / f".m.gguf.crag-tmp-{dead}-xyz.part"
+    part.write_bytes(b"half a model")
+    legacy = models / "m.gguf.k2j3h4.part"  # crag <= 0.1 named them without a process id
+    legacy.write_bytes(b"half a model")
+    os.utime(legacy, (time.time() - 7200, time.time() - 7200))
+    (tmp_path / "a").write_bytes(b"abc")
+    import hashlib
+
+    assemble([tmp_path / "a"], models / "m.gguf", hashlib.sha256(b"abc").hexdigest())
+    assert sorted(p.name for p in models.iterdir()) == ["m.gguf"]
+
+
+# ----------------------------------------------------------------------------- 4, 10: outputs
+
+
+def test_batch_never_writes_over_its_input(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
+    before = qs.read_bytes()
+    one_error_line(invoke("batch", qs, "-o", qs, "--index", built_index, "--model", tiny_gguf), "is the input")
+    one_error_line(invoke("batch", qs, "-o", tmp_path / "." / "q.jsonl", "--overwrite", "--index", built_index,
+                          "--model", tiny_gguf), "is the input")  # fmt: skip
+    assert qs.read_bytes() == before
+
+
+def test_calibrate_never_writes_over_its_input_or_a_file_that_is_not_a_config(built_index, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")
+    before = qs.read_bytes()
+    one_error_line(invoke("calibrate", qs, "--index", built_index, "--write", qs), "is the input")
+    assert qs.read_bytes() == before
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not toml at all: [")
+    one_error_line(invoke("calibrate", qs, "--index", built_index, "--write", notes), "not a crag config")
+    assert notes.read_text() == "not toml at all: ["
+    cfg = tmp_path / "crag.toml"
+    cfg.write_text('model = "smollm2-135m"\n')
+    r = invoke("calibrate", qs, "--index", built_index, "--write", cfg)
+    assert r.exit_code == 0, r.output
+    assert 'model = "smollm2-135m"' in cfg.read_text() and "upper = " in cfg.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporaries
+
+
+def test_batch_does_not_replace_a_file_it_did_not_write_unless_told(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
+    out = tmp_path / "results.jsonl"
+    out.write_text("my hand-made results\n")
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    one_error_line(invoke("batch", qs, "-o", out, *common), "crag did not write it", "--overwrite")
+    assert out.read_text() == "my hand-made results\n"
+    assert invoke("batch", qs, "-o", out, "--overwrite", *common).exit_code == 0
+    assert json.loads(out.read_text())["question"] == "capital of Germany?"
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0  # its own output: replaced without asking
+
+
+@pytest.mark.parametrize("where", ["nodir/out.jsonl", "adir/", "adir"])
+def test_batch_output_problems_are_found_before_any_model_loads(where, built_index, tmp_path):
+    (tmp_path / "adir").mkdir()
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"not a model")  # loading it would fail: the output error must come first
+    out = str(tmp_path / where) + ("/" if where.endswith("/") else "")
+    r = invoke("batch", qs, "-o", out, "--index", built_index, "--model", garbage)
+    one_error_line(r, "folder")
+    assert "cannot load model" not in r.stderr
+
+
+# ----------------------------------------------------------------------------- 6: resume knows what made the records
+
+
+def _questions(tmp_path, n=3):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(json.dumps({"id": f"q{i}", "question": f"capital of Germany? {i}"}) + "\n" for i in range(n)))
+    return qs
+
+
+@pytest.mark.parametrize("change, setting", [
+    (["--mode", "rag"], "mode"),
+    (["--upper", "0.3"], "thresholds"),
+    (["--evaluator", "minilm:{other}"], "evaluator"),
+    (["--top-k", "3"], "top_k"),
+    (["--model", "{other_model}"], "model"),
+    (["--index", "{other_index}"], "index_sha256"),
+])  # fmt: skip
+def test_resume_refuses_other_settings_naming_the_setting(change, setting, built_index, tiny_gguf, tmp_path, docs_dir):
+    from conftest import write_tiny_gguf
+
+    qs = _questions(tmp_path)
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0
+    lines = out.read_text().splitlines(keepends=True)
+    out.unlink()
+    (tmp_path / "out.jsonl.partial").write_text(lines[0])
+    other_index = tmp_path / "ix2"
+    (docs_dir / "more.txt").write_text("Rome is the capital of Italy.")
+    assert invoke("index", docs_dir, "--index", other_index).exit_code == 0
+    fills = {"other": str(tmp_path / "nowhere"), "other_model": str(write_tiny_gguf(tmp_path / "b.gguf", seed=1)),
+             "other_index": str(other_index)}  # fmt: skip
+    args = [a.format(**fills) for a in change]
+    args = common + args if "--index" not in change and "--model" not in change else (
+        ["--max-tokens", "2"] + args + (["--model", tiny_gguf] if "--index" in change else ["--index", built_index]))
+    r = invoke("batch", qs, "-o", out, "--resume", *args)
+    one_error_line(r, "cannot resume", f"another {setting}")
+    assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
+
+
+def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_errors(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n"
+                  + json.dumps({"id": "b", "question": "capital of France?"}) + "\n")  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {(r["mode"], r["model"], r["evaluator"]) for r in recs} == {("crag", str(tiny_gguf), "minilm")}
+    # pretend the second question failed (a network error, say)
+    recs[1] = {"id": "b", "question": "capital of France?", "action": None, "answer": None, "error": "boom"}
+    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    r = invoke("batch", qs, "-o", out, "--resume", *common)
+    assert "nothing to do" in r.stderr and r.exit_code == 1  # kept as it was: still an error
+    r = invoke("batch", qs, "-o", out, "--resume", "--retry-errors", *common)
+    assert r.exit_code == 0, r.output
+    assert "redoing 1 error record" in r.stderr
+    again = [json.loads(x) for x in out.read_text().splitlines()]
+    assert again[0] == recs[0] and again[1]["error"] is None and again[1]["answer"] is not None
+    one_error_line(invoke("batch", qs, "-o", out, "--retry-errors", *common), "--retry-errors goes with --resume")
+
+
+# ----------------------------------------------------------------------------- 8: the web cache and private addresses
+
+
+def test_cached_private_pages_are_not_served_without_allow_private(built_index, tiny_gguf):
+    with LocalWeb() as web:
+        base = ["What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
+                "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--max-tokens", "2",
+                "--json", "--no-rewrite"]  # fmt: skip
+        first = json.loads(invoke("ask", *base, "--allow-private").stdout)
+        assert any("sculptor" in s["text"] for s in first["external_knowledge"]["strips"])
+        fetched = len(web.server.requests)
+        second = json.loads(invoke("ask", *base).stdout)
+        pages = second["external_knowledge"]["pages"]
+        assert pages and all(p["error"].startswith("refused") and not p.get("cached") for p in pages)
+        assert all(path.startswith("/search") for path, _ in web.server.requests[fetched:])  # no page was fetched
+        third = json.loads(invoke("ask", *base, "--allow-private").stdout)  # same policy: the cache serves
+        assert any(p.get("cached") for p in third["external_knowledge"]["pages"])
+
+
+def test_web_cache_deletes_expired_entries_and_stays_within_its_size(tmp_path):
+    from crag_cli.websearch import DiskCache
+
+    cache = DiskCache(tmp_path / "c", ttl=0.2)
+    cache.put("old", {"x": 1})
+    assert cache.get("old") == {"x": 1}
+    time.sleep(0.4)
+    cache.close()
+    reopened = DiskCache(tmp_path / "c", ttl=3600)
+    assert len(reopened) == 0 and reopened.get("old") is None  # deleted when the cache was opened
+    reopened.close()
+    small = DiskCache(tmp_path / "small", ttl=3600, max_bytes=200_000)
+    for i in range(300):
+        small.put(f"page:{i}", {"body": "x" * 5000})
+    assert small.volume() < 600_000 and small.get("page:299") is not None
+
+
+# ----------------------------------------------------------------------------- 11, 13, 15: settings, one way for all
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "toml"])
+@pytest.mark.parametrize("name, value, fragment", [
+    ("max_length", "-5", "greater than or equal to 16"),
+    ("top_k", "ten", "valid integer"),
+    ("upper", "nan", "finite number"),
+    ("upper", "2", "less than or equal to 1"),
+    ("max_tokens", "0", "greater than or equal to 1"),
+    ("max_tokens", "-5", "greater than or equal to 1"),
+    ("temperature", "-1", "greater than or equal to 0"),
+    ("searxng_url", "notaurl", "http:// or https://"),
+    ("strip_mode", "sentences", "'excerption', 'fixed_num' or 'selection'"),
+])  # fmt: skip
+def test_a_bad_setting_is_refused_the_same_way_from_every_source(how, name, value, fragment, built_index, tmp_path):
+    env = None
+    args = ["ask", "capital of France?", "--index", built_index, "--model", "smollm2-135m"]
+    if how == "flag":
+        from crag_cli.settings import flag
+
+        args += [flag(name), value]
+        source = flag(name)
+    elif how == "env":
+        env = {f"CRAG_{name.upper()}": value}
+        source = f"environment variable CRAG_{name.upper()}"
+    else:
+        text = value if value.lstrip("-").replace(".", "").isdigit() or value == "nan" else json.dumps(value)
+        (tmp_path / "crag.toml").write_text(f"{name} = {text}\n")
+        source = "config file"
+    r = invoke(*args, env=env)
+    one_error_line(r, f"for {name} (from {source}", fragment)
+
+
+def test_other_bad_values_are_one_line(built_index, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "x"}) + "\n")
+    one_error_line(invoke("batch", qs, "--limit", "-1", "--index", built_index), "--limit", "greater than or equal to 1")
+    one_error_line(invoke("ask", "x", "--index", built_index, "--web", "searxng"), "needs searxng_url")
+    one_error_line(invoke("ask", "x", "--no-such-flag"), "no such option")
+    one_error_line(invoke("evaluate", "x", "--index", built_index, "--upper", "0.1", "--lower", "0.2"), "lower")
+
+
+def test_preset_on_the_cosine_evaluator_warns(built_index):
+    r = invoke("evaluate", "capital of France?", "--index", built_index, "--preset", "popqa", "--json")
+    assert r.exit_code == 0 and "crag: warning: preset 'popqa'" in r.stderr and "Incorrect can then never fire" in r.stderr
+    assert json.loads(r.stdout)  # still valid JSON
+
+
+# ----------------------------------------------------------------------------- 14: a byte-order mark
+
+
+def test_a_byte_order_mark_does_not_spoil_the_first_line(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "bom.jsonl"
+    qs.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "question": "capital of Germany?", "answers": ["Berlin"]}).encode()
+                   + b"\n")  # fmt: skip
+    r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "2")
+    assert r.exit_code == 0 and json.loads(r.stdout)["error"] is None
+    r = invoke("evaluate", "--input", qs, "--index", built_index)
+    assert r.exit_code == 0 and json.loads(r.stdout)["action"]
+    r = invoke("calibrate", qs, "--index", built_index)
+    assert r.exit_code == 0 and "skipped" not in r.stderr
+
+
+# ----------------------------------------------------------------------------- 16: one count per record
+
+
+def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    long_question = "capital of Germany " * 300  # does not fit n_ctx 1024 (a byte a token): generation fails
+    qs.write_text(json.dumps({"id": "ok", "question": "capital of Germany?"}) + "\n"
+                  + json.dumps({"id": "long", "question": long_question}) + "\n" + "{oops\n")  # fmt: skip
+    r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--n-ctx", "1024")
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.exit_code == 1 and [x["id"] for x in recs] == ["ok", "long", None]
+    assert recs[1]["error"].startswith("generation failed")
+    summary = next(line for line in r.stderr.splitlines() if line.startswith("summary:"))
+    assert "3 questions" in summary and "2 error record(s)" in summary and "error:" not in summary
+    counted = sum(int(part.split(": ")[1]) for part in summary.split("; ")[1].split(", "))
+    assert counted == 1  # the answered question, under its action; the two errors only as errors
+
+
+# ----------------------------------------------------------------------------- kills and garbage
+
+
+def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(built_index, tiny_gguf, tmp_path):
+    import random
+
+    n = 150
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i}?"}) + "\n"
+                          for i in range(n)))  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "crag_cli", "batch", str(qs), "-o", str(out), "--resume", "--mode", "rag",
+           "--index", str(built_index), "--model", str(tiny_gguf), "--max-tokens", "16", "--threads", "1", "-k", "3",
+           "--n-ctx", "2048"]  # fmt: skip
+    env = {**os.environ, "CRAG_CACHE_DIR": str(tmp_path / "cache")}
+    start = time.perf_counter()  # how long a whole run takes here, so that the kills land inside one
+    subprocess.run([*cmd[:6], str(tmp_path / "reference.jsonl"), *cmd[7:]], env=env, cwd=tmp_path, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    whole = time.perf_counter() - start
+    rng = random.Random(9)
+    kills = 0
+    for attempt in range(40):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+        try:
+            proc.wait(timeout=rng.uniform(0.3, 0.95) * whole)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # SIGKILL: no handler runs
+            proc.wait()
+            kills += 1
+            continue
+        assert proc.returncode == 0, proc.stderr.read().decode()
+        break
+    else:
+        pytest.fail("the batch never finished")
+    assert kills >= 3, "the kills should land mid-run; make the batch longer"
+    raw = out.read_bytes()
+    assert raw.endswith(b"\n")
+    records = [json.loads(line) for line in raw.splitlines()]  # no torn line: every line parses
+    assert [r["id"] for r in records] == [f"q{i}" for i in range(n)]  # one each, in order, no duplicates
+    assert all(r["error"] is None and r["answer"] is not None for r in records)
+    reference = [json.loads(line) for line in (tmp_path / "reference.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in records] == [r["answer"] for r in reference]  # as if never interrupted
+    assert json.loads((tmp_path / "out.jsonl.run.json").read_text())["complete"] is True
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # no temporaries left
+    assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def _fuzz_lines(rng) -> list[bytes]:
+    def text(k):
+        return "".join(rng.choice("abcXYZ é中\u2028\x00\"\\{}[]:,") for _ in range(k))
+
+    makers = [
+        lambda: json.dumps({"question": text(rng.randint(1, 30)), "id": rng.choice([None, 1, "x", [1]])}).encode(),
+        lambda: json.dumps({"question": "capital of Germany?", "answers": rng.choice([["Berlin"], "Berlin", [1], None, {}])}).encode(),
+        lambda: json.dumps({"question": "capital?", "task": rng.choice(["popqa", "bio", "nope", 3, None])}).encode(),
+        lambda: json.dumps(rng.choice([[], 1, "q", None, True, {"q": 1}, {"question": None}, {"question": "  "}])).encode(),
+        lambda: json.dumps({"question": "x"})[: rng.randint(0, 12)].encode(),  # cut off
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))).replace(b"\n", b""),  # binary noise
+        lambda: rng.choice([b" ", b"\t", b"\r", b"  \t ", b"\xef\xbb\xbf", b"\x0b", b"\x1c", b"\xc3", b"NaN", b"1e999"]),
+        lambda: text(rng.randint(0, 60)).encode("utf-8", "surrogatepass"),
+    ]
+    return [rng.choice(makers)() for _ in range(300)]
+
+
+def test_fuzzed_jsonl_gives_exactly_one_record_per_non_blank_line(tiny_gguf, tmp_path):
+    import random
+
+    lines = _fuzz_lines(random.Random(12345))
+    qs = tmp_path / "fuzz.jsonl"
+    qs.write_bytes(b"\n".join(lines) + b"\n")
+    expected = [i for i, raw in enumerate(qs.read_bytes().split(b"\n"), 1) if raw.strip(b" \t\r\n")]
+    assert 200 < len(expected) < 300  # blank lines are in the mix too
+    r = invoke("batch", qs, "--mode", "no-retrieval", "--model", tiny_gguf, "--max-tokens", "1")
+    records = [json.loads(line) for line in r.stdout.split("\n")[:-1]]  # (splitlines would also cut at U+2028)
+    assert len(records) == len(expected)
+    for line_no, rec in zip(expected, records):
+        assert rec["error"] is None or rec.get("line") == line_no, (line_no, rec)
+    assert r.exit_code == 1  # some lines are errors, all were written
