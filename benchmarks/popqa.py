@@ -20,7 +20,7 @@ generator and web (no web cache, so every mode pays for its searches):
 It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
 that starts with records for all the questions is reused, so a report can be
 redrawn without rerunning; one that stops part-way, say because the run was
-interrupted, is resumed with ``crag batch --resume``; any other is replaced),
+interrupted, is resumed with ``crag batch --resume``; any other is replaced with ``--overwrite``),
 ``OUTDIR/results.json``, ``OUTDIR/results.md`` and ``OUTDIR/results.png``.
 
 Metrics per mode: accuracy (a gold alias occurs in the answer,
@@ -204,21 +204,24 @@ def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: 
     """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR."""
     n = len(ids)
     records_path = out / f"records-{mode}.jsonl"
+    partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
-    if records_path.exists():
-        for line in records_path.read_text().splitlines():
+    source = records_path if records_path.exists() else partial
+    if source.exists():
+        for line in source.read_text().splitlines():
             try:
                 existing.append(json.loads(line))
             except json.JSONDecodeError:  # a line cut off by an interruption ends what is usable
                 break
-        if len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
+        if source == records_path and len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
             print(f"{mode}: reusing the first {n} records of {records_path}", file=sys.stderr)
             return existing[:n]
-    resume = bool(existing) and [r.get("id") for r in existing] == ids[: len(existing)]
+    has_manifest = records_path.with_name(records_path.name + ".run.json").exists()
+    resume = has_manifest and bool(existing) and [r.get("id") for r in existing] == ids[: len(existing)]
     args = [a for part in MODES[mode] for a in
             (["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part])]
     cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions_file), "-o", str(records_path),
-           "--index", str(index), "--model", model, *args, *(["--resume"] if resume else [])]  # fmt: skip
+           "--index", str(index), "--model", model, *args, "--resume" if resume else "--overwrite"]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
     print(f"{mode}: {' '.join(cmd)}", file=sys.stderr)
     start = time.perf_counter()

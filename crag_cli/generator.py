@@ -128,7 +128,7 @@ def assemble(parts: list[Path], target: Path, sha256: str) -> Path:
     return target
 
 
-LEGACY_PART_AGE = 3600.0  # seconds after which a pid-less ``MODEL.gguf.XXXX.part`` of crag < 0.2 is stale
+LEGACY_PART_AGE = 3600.0  # seconds after which a pid-less ``MODEL.gguf.XXXX.part`` (earlier crag) is stale
 
 
 def clean_stale_parts(target: Path) -> int:

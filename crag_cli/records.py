@@ -7,9 +7,8 @@ import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
-from .errors import CragError
 from .pipeline import Result
 from .prompts import TASKS as VALID_TASKS
 
@@ -120,57 +119,3 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
                 yield QuestionLine(lineno, None, None, None, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
                 continue
             yield parse_question(obj, lineno)
-
-
-def completed_records(output: Path, lines: Sequence[QuestionLine]) -> list[dict[str, Any]]:
-    """The records an interrupted batch already wrote, so that it can go on after them.
-
-    ``crag batch`` writes one record per non-blank input line, in input order, so a
-    usable output file holds records for a prefix of ``lines``. A last line cut off
-    by the interruption (no newline at its end) is removed from the file.
-
-    Parameters
-    ----------
-    output : Path
-        The batch's output file; a missing file means nothing is done yet.
-    lines : sequence of QuestionLine
-        The input lines the batch processes, in order.
-
-    Returns
-    -------
-    list of dict
-        The complete records, one for each of the first ``len(result)`` lines.
-
-    Raises
-    ------
-    CragError
-        When the file is not a prefix of this input's records: a line that is not a
-        JSON object, more records than input lines, or a record whose id (or, for a
-        line without id, line number) differs from its input line's.
-    """
-    if not output.exists():
-        return []
-    data = output.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]
-        with open(output, "r+b") as f:
-            f.truncate(len(data))
-    records: list[dict[str, Any]] = []
-    for n, raw in enumerate(data.splitlines(), 1):
-        try:
-            rec = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            rec = None
-        if not isinstance(rec, dict):
-            raise CragError(f"cannot resume: line {n} of {output} is not a JSON record")
-        records.append(rec)
-    if len(records) > len(lines):
-        raise CragError(f"cannot resume: {output} holds {len(records)} records, more than the {len(lines)} input lines")
-    for n, (rec, q) in enumerate(zip(records, lines), 1):
-        same = rec.get("id") == q.id if q.id is not None else rec.get("line") == q.line
-        if not same:
-            raise CragError(
-                f"cannot resume: record {n} of {output} is for {rec.get('id')!r}, but input line {q.line} is "
-                f"{q.id!r}; is this the output of another input file?"
-            )
-    return records

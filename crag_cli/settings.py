@@ -244,6 +244,26 @@ def help_text(name: str) -> str:
     return text
 
 
+def markdown_table() -> str:
+    """README's table of settings, made from the declarations (a test checks README holds exactly this)."""
+    rows = ["| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |", "|---|---|---|---|---|"]
+    for name in field_names():
+        decls = option_decls(name)
+        dflt = default(name)
+        if isinstance(dflt, bool):
+            shown = decls[0].split("/")[0 if dflt else 1].lstrip("-")
+        elif dflt is None:
+            shown = "–"
+        elif isinstance(dflt, float) and dflt.is_integer():
+            shown = str(int(dflt))
+        else:
+            shown = str(dflt)
+        allowed = " \\| ".join(choices(name) or ()) or bounds(name)
+        rows.append(f"| {' '.join(f'`{d}`' for d in decls)} | `{name}` | {shown} | {allowed} | "
+                    f"{Settings.model_fields[name].description} |")  # fmt: skip
+    return "\n".join(rows) + "\n"
+
+
 _ADAPTERS: dict[str, TypeAdapter] = {}
 
 

@@ -32,3 +32,22 @@ def test_readme_main_command_uses_existing_options():
                     for c in ("index", "evaluate", "ask", "batch", "calibrate"))
     missing = [f for f in flags if f not in helps and f not in ("--config", "--version")]
     assert not missing
+
+
+def test_readme_settings_table_is_the_one_made_from_the_declarations():
+    from crag_cli.settings import field_names, markdown_table
+
+    text = (ROOT / "README.md").read_text()
+    table = text.split("<!-- settings table: made by crag_cli.settings.markdown_table() -->\n", 1)[1]
+    table = table.split("<!-- end of settings table -->", 1)[0]
+    assert table == markdown_table(), "paste crag_cli.settings.markdown_table() into README"
+    assert all(f"`{name}`" in table for name in field_names())
+
+
+def test_every_setting_has_an_option_on_ask_and_batch():
+    from crag_cli.settings import field_names, option_decls
+
+    for command in ("ask", "batch"):
+        help_text = CliRunner().invoke(app, [command, "--help"], terminal_width=250).output
+        for name in field_names():
+            assert option_decls(name)[-1].split("/")[0] in help_text, (command, name)

@@ -162,7 +162,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(docs
     models.mkdir()
     part = models / f".m.gguf.crag-tmp-{dead}-xyz.part"
     part.write_bytes(b"half a model")
-    legacy = models / "m.gguf.k2j3h4.part"  # crag <= 0.1 named them without a process id
+    legacy = models / "m.gguf.k2j3h4.part"  # earlier crag named them without a process id
     legacy.write_bytes(b"half a model")
     os.utime(legacy, (time.time() - 7200, time.time() - 7200))
     (tmp_path / "a").write_bytes(b"abc")
