@@ -415,7 +415,7 @@ def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
 def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(built_index, tiny_gguf, tmp_path):
     import random
 
-    n = 150
+    n = 200
     qs = tmp_path / "q.jsonl"
     qs.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i}?"}) + "\n"
                           for i in range(n)))  # fmt: skip
@@ -424,33 +424,37 @@ def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(buil
            "--index", str(built_index), "--model", str(tiny_gguf), "--max-tokens", "16", "--threads", "1", "-k", "3",
            "--n-ctx", "2048"]  # fmt: skip
     env = {**os.environ, "CRAG_CACHE_DIR": str(tmp_path / "cache")}
-    start = time.perf_counter()  # how long a whole run takes here, so that the kills land inside one
-    subprocess.run([*cmd[:6], str(tmp_path / "reference.jsonl"), *cmd[7:]], env=env, cwd=tmp_path, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    whole = time.perf_counter() - start
+    partial = tmp_path / "out.jsonl.partial"
+
+    def written() -> int:
+        return partial.read_bytes().count(b"\n") if partial.exists() else 0
+
     rng = random.Random(9)
-    kills = 0
-    for attempt in range(40):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
-        try:
-            proc.wait(timeout=rng.uniform(0.3, 0.95) * whole)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # SIGKILL: no handler runs
-            proc.wait()
-            kills += 1
-            continue
-        assert proc.returncode == 0, proc.stderr.read().decode()
-        break
-    else:
-        pytest.fail("the batch never finished")
-    assert kills >= 3, "the kills should land mid-run; make the batch longer"
+    # kill points: a few during start-up (by time), the rest when the partial file reaches a random size
+    plan = [("time", rng.uniform(0.05, 0.8)) for _ in range(2)]
+    plan += [("records", t) for t in sorted(rng.sample(range(5, n - 5), 6))]
+    seen = []
+    for kind, point in plan:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+        start = time.perf_counter()
+        while proc.poll() is None and (time.perf_counter() - start < point if kind == "time" else written() < point):
+            time.sleep(0.002)
+        proc.kill()  # SIGKILL: no handler runs, possibly in the middle of writing a record
+        proc.wait()
+        seen.append(written())
+    assert 0 < max(seen) < n, seen  # the kills landed mid-run
+    final = subprocess.run(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert final.returncode == 0, final.stderr.decode()
+    reference = tmp_path / "reference.jsonl"
+    subprocess.run([*cmd[:6], str(reference), *cmd[7:]], env=env, cwd=tmp_path, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     raw = out.read_bytes()
     assert raw.endswith(b"\n")
     records = [json.loads(line) for line in raw.splitlines()]  # no torn line: every line parses
     assert [r["id"] for r in records] == [f"q{i}" for i in range(n)]  # one each, in order, no duplicates
     assert all(r["error"] is None and r["answer"] is not None for r in records)
-    reference = [json.loads(line) for line in (tmp_path / "reference.jsonl").read_text().splitlines()]
-    assert [r["answer"] for r in records] == [r["answer"] for r in reference]  # as if never interrupted
+    expected = [json.loads(line) for line in reference.read_text().splitlines()]
+    assert [r["answer"] for r in records] == [r["answer"] for r in expected]  # as if never interrupted
     assert json.loads((tmp_path / "out.jsonl.run.json").read_text())["complete"] is True
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # no temporaries left
     assert not (tmp_path / "out.jsonl.partial").exists()
