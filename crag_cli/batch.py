@@ -157,6 +157,7 @@ def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = Tru
         raise CragError(f"cannot resume: {path} holds {len(records)} records, more than the {len(lines)} input lines")
     for n, (rec, q) in enumerate(zip(records, lines), 1):
         same = rec.get("id") == q.id if q.id is not None else rec.get("line") == q.line
+        same = same and rec.get("question") == q.question and (q.error is None or rec.get("error") is not None)
         if not same:
             raise CragError(
                 f"cannot resume: record {n} of {path} is for {rec.get('id')!r}, but input line {q.line} is "
@@ -170,6 +171,10 @@ def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = Tru
 
 class BatchOutput:
     """Where a batch's records go: ``OUT.partial`` while running, ``OUT`` when done, ``OUT.run.json`` beside.
+
+    The run manifest holds the identity (settings, model, index) of the records in
+    ``OUT.partial`` and, separately, of the finished ``OUT`` with its size and
+    sha256: ``OUT`` counts as crag's own only while it is unchanged.
 
     Parameters
     ----------
@@ -194,59 +199,85 @@ class BatchOutput:
         self._swap_at: int | None = None
         self._tmp: Path | None = None
 
+    # ------------------------------------------------------------------ what is there, and whose it is
+    def _run(self) -> dict | None:
+        return read_run_manifest(self.path)
+
+    def _output_is_ours(self, run: dict | None) -> bool:
+        """``OUT`` is crag's own: the run manifest recorded it, and it has not changed since."""
+        if run is None or not run.get("output_sha256"):
+            return False
+        digest = _file_digest(self.path)
+        return digest == (run.get("output_size"), run.get("output_sha256"))
+
     def check(self) -> None:
         """Everything that can be checked before a model loads; raises :class:`CragError`."""
         files.check_output_file(self.path)
+        files.check_name_length(self.partial)
         for target in (self.path, self.partial, self.manifest):
             files.refuse_input(target, self.inputs)
-        ours = read_run_manifest(self.path) is not None
-        present = [p for p in (self.path, self.partial) if p.exists() and (p.is_dir() or p.stat().st_size > 0)]
-        for p in present:
-            if p.is_dir():
-                raise CragError(f"{p} is a folder: crag leaves it alone")
-        if self.manifest.exists() and not ours:
+            if target.is_symlink():
+                raise CragError(f"{target} is a symbolic link: crag writes only real files it made (omit -o for stdout)")
+            if target.exists() and not target.is_file():
+                raise CragError(f"{target} is not a regular file: crag leaves it alone (omit -o to write to stdout)")
+        run = self._run()
+        if self.manifest.exists() and run is None:
             raise CragError(f"{self.manifest} exists and is not a crag run manifest: crag leaves it alone")
-        if present and not ours and not self.overwrite:
+        has_output = self.path.exists() and self.path.stat().st_size > 0
+        if has_output and not self._output_is_ours(run) and not self.overwrite:
+            why = "crag did not write it" if run is None or not run.get("output_sha256") else "it changed since crag wrote it"
+            raise CragError(f"{self.path} exists and {why}: use --overwrite to replace it")
+        has_partial = self.partial.exists() and self.partial.stat().st_size > 0
+        if has_partial and run is None and not self.overwrite:
+            raise CragError(f"{self.partial} exists and crag did not write it (no {self.manifest.name}): use --overwrite")
+        if has_partial and run is not None and not self.resume and not self.overwrite:
+            n = self.partial.read_bytes().count(b"\n")
             raise CragError(
-                f"{present[0]} exists and crag did not write it (no run manifest {self.manifest.name}): "
-                "use --overwrite to replace it" + (", or start a new output file" if self.resume else "")
+                f"{self.partial} holds {n} records of an interrupted run: --resume to go on, --overwrite to start again"
             )
-        if self.resume and present and not ours and self.overwrite:
-            raise CragError("--resume and --overwrite contradict each other here: choose one")
+        if self.resume and self.overwrite:
+            raise CragError("--resume and --overwrite contradict each other: choose one")
 
     def done_records(self, lines: Sequence[QuestionLine], identity: dict) -> list[dict]:
         """The records to keep (``--resume``), after checking they come from the same settings."""
         if not self.resume:
             return []
-        source = self.partial if self.partial.exists() else self.path
-        if not source.exists():
+        run = self._run()
+        if self.partial.exists():
+            source, made_by = self.partial, (run or {}).get("identity")
+        elif self.path.exists() and self.path.stat().st_size > 0:
+            if not self._output_is_ours(run):
+                raise CragError(f"cannot resume: {self.path} is not an output crag finished, or it changed since")
+            source, made_by = self.path, (run or {}).get("output_identity")
+        else:
             return []
-        old = read_run_manifest(self.path)
-        if old is None:
+        if made_by is None:
             raise CragError(f"cannot resume: {source} has no run manifest ({self.manifest.name}), so what made it is unknown")
-        problem = identity_mismatch(old.get("identity", {}), identity)
+        problem = identity_mismatch(made_by, identity)
         if problem:
             raise CragError(f"cannot resume {source}: it was made with another {problem}; use --overwrite to start again")
         return read_records(source, lines, truncate=source == self.partial)
 
+    # ------------------------------------------------------------------ writing
     def open(self, identity: dict, done: list[dict], lines: Sequence[QuestionLine]) -> None:
-        """Claim the output (run manifest), then open the partial file for the records to come."""
+        """Open the partial file for the records to come, then record in the run manifest what makes them."""
         for target in (self.path, self.partial):
             files.clean_stale(target)
-        files.write_text_atomic(self.manifest, json.dumps(
-            {"crag_run": RUN_MANIFEST_VERSION, "output": self.path.name, "partial": self.partial.name,
-             "identity": identity, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "complete": False}, indent=1) + "\n")  # fmt: skip
         retry = self.retry_errors and any(rec.get("error") for rec in done)
-        from_target = done and not self.partial.exists()
-        if retry or from_target:
+        from_output = bool(done) and not self.partial.exists()
+        if retry or from_output:
             # a fresh file: kept records are copied, redone ones written as they come; it becomes
             # the partial file once the kept prefix is through, so a kill before then loses nothing kept
             self._tmp = files.temp_file(self.partial)
             self._file = open(self._tmp, "w", encoding="utf-8")
             self._swap_at = len(done)
         else:
-            self._file = open(self.partial, "a" if done else "w", encoding="utf-8")
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if done else os.O_TRUNC)
+            self._file = os.fdopen(os.open(self.partial, flags, files.default_mode()), "w", encoding="utf-8")
+        run = self._run() or {}
+        run.update({"crag_run": RUN_MANIFEST_VERSION, "output": self.path.name, "partial": self.partial.name,
+                    "identity": identity, "started": _now(), "complete": False})  # fmt: skip
+        files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
 
     def keep(self, index: int, rec: dict) -> None:
         """A record from the earlier run that stays: written only when the file is being rewritten."""
@@ -268,7 +299,7 @@ class BatchOutput:
             self._tmp = None
 
     def close(self, finished: bool, summary: dict | None = None) -> None:
-        """Close the partial file; when ``finished``, rename it to the output and mark the manifest complete."""
+        """Close the partial file; when ``finished``, rename it to the output and record it in the manifest."""
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -276,12 +307,25 @@ class BatchOutput:
             files.remove(self._tmp)
             self._tmp = None
         if finished:
+            run = self._run() or {}
             if self.partial.exists():
                 os.replace(self.partial, self.path)
-            data = read_run_manifest(self.path) or {}
-            data.update(complete=True, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        summary=summary or {})  # fmt: skip
-            files.write_text_atomic(self.manifest, json.dumps(data, indent=1) + "\n")
+            size, digest = _file_digest(self.path) or (None, None)
+            run.update(complete=True, finished=_now(), summary=summary or {}, output_identity=run.get("identity"),
+                       output_size=size, output_sha256=digest)  # fmt: skip
+            files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _file_digest(path: Path) -> tuple[int, str] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return len(data), hashlib.sha256(data).hexdigest()
 
 
 # --------------------------------------------------------------------------- the run

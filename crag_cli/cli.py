@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -436,9 +437,14 @@ def batch(
         fail("--retry-errors goes with --resume")
     out = None
     if output is not None:
-        out = BatchOutput(output, [input], resume=resume, retry_errors=retry_errors, overwrite=overwrite)
+        # everything the run reads is an input: the questions, the model file, the config file
+        inputs = [input, Path(settings.model), (ctx.obj or {}).get("config") or Path("crag.toml")]
+        out = BatchOutput(output, inputs, resume=resume, retry_errors=retry_errors, overwrite=overwrite)
         try:
             out.check()
+            inside = Path(os.path.abspath(output))
+            if Path(os.path.abspath(settings.index)) in inside.parents:
+                raise CragError(f"the output {output} is inside the index {settings.index}: crag never writes there")
         except CragError as exc:
             fail(str(exc))
     lines = list(read_questions(input))
@@ -452,6 +458,8 @@ def batch(
         done = out.done_records(lines, identity) if out is not None else []
     except CragError as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot read {output}: {exc.strerror or exc}")
     redo = sum(1 for rec in done if rec.get("error")) if retry_errors else 0
     todo = len(lines) - len(done) + redo
     if done:
@@ -469,7 +477,10 @@ def batch(
     except CragError as exc:
         fail(str(exc))
     if out is not None:
-        out.open(identity, done, lines)
+        try:
+            out.open(identity, done, lines)
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}")
     start = time.perf_counter()
     with Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   TextColumn("{task.description}"), console=err, disable=not err.is_terminal) as progress:  # fmt: skip
@@ -485,6 +496,9 @@ def batch(
 
         try:
             summary = run_batch(pipe, lines, mode, out, done, retry_errors, on_record=on_record)
+        except OSError as exc:  # the disk filled up, the folder went away: the partial file keeps what was written
+            progress.stop()
+            fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
         except KeyboardInterrupt:
             progress.stop()
             where = f"; the records so far are in {out.partial}: go on with --resume" if out is not None else ""

@@ -63,9 +63,7 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
-    except OSError:
+    except (OSError, OverflowError, ValueError):  # another user's process, or not a pid at all: not ours to judge
         return True
     return True
 
@@ -74,16 +72,36 @@ def temp_prefix(target: Path) -> str:
     return f".{Path(target).name}{TEMP_TAG}{os.getpid()}-"
 
 
-def temp_file(target: Path, suffix: str = "") -> Path:
-    """A new empty temporary file beside ``target``, named so that a later run can clean it up."""
+def default_mode(folder: bool = False) -> int:
+    """The permissions a new file (or folder) gets under the process's umask (mkstemp would give 0600/0700)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if folder else 0o666) & ~mask
+
+
+def temp_file(target: Path, suffix: str = "", mode: int | None = None) -> Path:
+    """A new empty temporary file beside ``target``, named so that a later run can clean it up.
+
+    It gets ``mode``, or the permissions of a normal new file (the umask applied).
+    """
     fd, name = tempfile.mkstemp(prefix=temp_prefix(target), suffix=suffix, dir=Path(target).parent)
     os.close(fd)
+    os.chmod(name, default_mode() if mode is None else mode)
     return Path(name)
 
 
 def temp_dir(target: Path) -> Path:
-    """A new temporary folder beside ``target``."""
-    return Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=Path(target).parent))
+    """A new temporary folder beside ``target``, with the permissions of a normal new folder."""
+    path = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=Path(target).parent))
+    os.chmod(path, default_mode(folder=True))
+    return path
+
+
+def check_name_length(target: Path) -> None:
+    """A temporary's name is the target's plus about 30 characters: refuse names that leave no room."""
+    limit = os.pathconf(Path(target).parent, "PC_NAME_MAX") if Path(target).parent.exists() else 255
+    if len(temp_prefix(target)) + 20 > limit:
+        raise CragError(f"the name {Path(target).name[:40]}... is too long for crag to write it safely beside itself")
 
 
 def stale_temporaries(target: Path) -> list[Path]:
@@ -128,8 +146,15 @@ def older_than(path: Path, seconds: float) -> bool:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary beside ``path`` and rename it into place."""
-    tmp = temp_file(path)
+    """Write ``text`` to a temporary beside ``path`` and rename it into place.
+
+    A symbolic link is followed (its target is replaced, the link stays), and an
+    existing file keeps its permissions.
+    """
+    path = Path(os.path.realpath(path))
+    clean_stale(path)
+    mode = path.stat().st_mode & 0o777 if path.is_file() else None
+    tmp = temp_file(path, mode=mode)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

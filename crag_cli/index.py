@@ -166,19 +166,41 @@ def _fingerprint(sources: list[dict], passage_words: int, tok: TokenizerSettings
 
 
 def is_crag_index(path: Path) -> bool:
-    """Whether ``path`` is a folder crag wrote as an index: a manifest, and nothing but crag's own entries.
+    """Whether ``path`` is a folder crag wrote as an index.
 
-    This is the only kind of folder ``crag index`` replaces; a folder holding
-    anything else (a user's file dropped into it, a documents folder) is never touched.
+    That is: a real folder (not a link) holding only ``manifest.json`` (a JSON object
+    with crag's format version, passage count, tokenizer and sources),
+    ``passages.jsonl`` and ``bm25/`` (bm25s's ``*.index.npy`` / ``*.index.json``
+    files). This is the only kind of folder ``crag index`` replaces; one holding
+    anything else (a user's file dropped into it, a web app's own
+    ``manifest.json``) is never touched.
     """
     path = Path(path)
     try:
         if path.is_symlink() or not path.is_dir():
             return False
-        names = {entry.name for entry in path.iterdir()}
-    except OSError:
+        entries = {entry.name: entry for entry in os.scandir(path)}
+        if MANIFEST not in entries or not set(entries) <= INDEX_ENTRIES:
+            return False
+        if not entries[MANIFEST].is_file(follow_symlinks=False):
+            return False
+        if PASSAGES in entries and not entries[PASSAGES].is_file(follow_symlinks=False):
+            return False
+        if BM25_DIR in entries:
+            if not entries[BM25_DIR].is_dir(follow_symlinks=False):
+                return False
+            for entry in os.scandir(path / BM25_DIR):
+                if not (entry.is_file(follow_symlinks=False) and entry.name.endswith((".index.npy", ".index.json"))):
+                    return False
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
-    return MANIFEST in names and names <= INDEX_ENTRIES
+    return (
+        isinstance(manifest, dict)
+        and isinstance(manifest.get("format_version"), int)
+        and all(key in manifest for key in ("passage_count", "tokenizer", "sources"))
+        and str(manifest.get("created_by", "crag-cli")).startswith("crag-cli")
+    )
 
 
 def check_index_target(docs: Path, index_dir: Path) -> None:
@@ -191,7 +213,10 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
         empty nor a crag index, the documents folder itself or one of its parents.
     """
     docs, index_dir = Path(docs), Path(index_dir)
-    real_docs, real_index = docs.resolve(), index_dir.resolve()
+    try:
+        real_docs, real_index = docs.resolve(strict=False), index_dir.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symbolic link loop
+        raise IndexUnusableError(f"cannot resolve {index_dir} or {docs}: {exc}") from None
     if real_index == real_docs or real_index in real_docs.parents:
         raise IndexUnusableError(
             f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
@@ -206,6 +231,7 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
         raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
     if index_dir.exists() and not index_dir.is_dir():
         raise IndexUnusableError(f"--index {index_dir} is a file, not an index folder: crag leaves it alone")
+    files.check_name_length(index_dir)
     if index_dir.is_dir() and not is_crag_index(index_dir):
         try:
             names = sorted(entry.name for entry in index_dir.iterdir())
@@ -351,6 +377,8 @@ def build_index(
             "docs": str(docs.resolve()),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        if index_dir.is_dir():  # the user's empty folder, or the old index: the new one keeps its permissions
+            os.chmod(tmp, index_dir.stat().st_mode & 0o777)
         if is_crag_index(index_dir):  # ours: set aside, replaced, then deleted
             old_dir = index_dir.parent / (files.temp_prefix(index_dir) + "old")
             os.replace(index_dir, old_dir)

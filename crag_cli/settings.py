@@ -264,6 +264,7 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+_METAVAR_WORDS = {int: "an integer", float: "a number", str: "text", Path: "a path"}
 _ADAPTERS: dict[str, TypeAdapter] = {}
 
 
@@ -313,6 +314,8 @@ def coerce(name: str, value: Any, source: str) -> Any:
         value = value.strip()
         if value_type(name) is float and not _finite_text(value):
             raise SettingsError(_bad(name, value, source, "input should be a finite number"))
+    if isinstance(value, bool) and value_type(name) is not bool:  # TOML true is not the number 1
+        raise SettingsError(_bad(name, value, source, f"input should be {_METAVAR_WORDS.get(value_type(name), 'text')}"))
     if isinstance(value, float) and not math.isfinite(value):
         raise SettingsError(_bad(name, value, source, "input should be a finite number"))
     try:

@@ -498,9 +498,10 @@ class WebSearch:
         return found
 
     def _page_key(self, url: str) -> str:
-        """Pages fetched while private addresses were allowed are only ever served under the same policy."""
+        """Pages fetched while private addresses were allowed are only ever served under the same policy
+        (and pages cut at one size limit are not served to a run with another)."""
         policy = "private-allowed" if self.fetcher.allow_private else "public-only"
-        return f"page:{policy}:{url}"
+        return f"page:{policy}:{self.fetcher.max_bytes}:{url}"
 
     def _fetch(self, urls: list[str]) -> list[Page]:
         """Fetch (or take from the cache) each URL; the address check comes first, cached or not."""

@@ -75,7 +75,8 @@ def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_
     assert [r["id"] for r in first] == ids and all(r["error"] is None for r in first)
     records = out / "records-no-retrieval.jsonl"
     lines = records.read_text().splitlines(keepends=True)
-    records.write_text(lines[0] + lines[1][:10])  # as if the batch had been killed on the second record
+    records.unlink()  # as if the batch had been killed on the second record: its partial file is left
+    (out / "records-no-retrieval.jsonl.partial").write_text(lines[0] + lines[1][:10])
     again = run(ids)
     assert "resuming after the 1 records" in (out / "log-no-retrieval.txt").read_text()
     assert records.read_text().startswith(lines[0]) and [r["id"] for r in again] == ids

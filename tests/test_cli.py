@@ -160,6 +160,8 @@ def test_batch_resume_refuses_a_file_that_is_not_this_inputs_output(kind, built_
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
     if kind != "not ours":
         assert invoke("batch", qs, "-o", out, *common).exit_code == 0  # crag's own output, with its run manifest
+        out.unlink()
+        out = tmp_path / "out.jsonl.partial"  # what an interrupted run leaves
     content = {
         "other input": json.dumps({"id": "zzz", "answer": "x"}) + "\n",
         "longer": (json.dumps({"id": "a"}) + "\n") * 2,
@@ -168,7 +170,7 @@ def test_batch_resume_refuses_a_file_that_is_not_this_inputs_output(kind, built_
         "no output": "",
     }[kind]
     out.write_text(content)
-    args = ["-o", out] if kind != "no output" else []
+    args = ["-o", tmp_path / "out.jsonl"] if kind != "no output" else []
     r = invoke("batch", qs, *args, "--resume", *common)
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
     expected = {"no output": "--resume needs -o", "not ours": "crag did not write it"}.get(kind, "cannot resume")

@@ -280,7 +280,8 @@ def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_erro
     assert {(r["mode"], r["model"], r["evaluator"]) for r in recs} == {("crag", str(tiny_gguf), "minilm")}
     # pretend the second question failed (a network error, say)
     recs[1] = {"id": "b", "question": "capital of France?", "action": None, "answer": None, "error": "boom"}
-    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out.unlink()  # ... in a run that was then interrupted: its partial file is left
+    (tmp_path / "out.jsonl.partial").write_text("".join(json.dumps(r) + "\n" for r in recs))
     r = invoke("batch", qs, "-o", out, "--resume", *common)
     assert "nothing to do" in r.stderr and r.exit_code == 1  # kept as it was: still an error
     r = invoke("batch", qs, "-o", out, "--resume", "--retry-errors", *common)
@@ -491,3 +492,104 @@ def test_fuzzed_jsonl_gives_exactly_one_record_per_non_blank_line(tiny_gguf, tmp
     for line_no, rec in zip(expected, records):
         assert rec["error"] is None or rec.get("line") == line_no, (line_no, rec)
     assert r.exit_code == 1  # some lines are errors, all were written
+
+
+# ----------------------------------------------------------------------------- found in review
+
+
+def test_outputs_that_are_links_or_not_regular_files_are_refused(built_index, tiny_gguf, tmp_path):
+    qs = _questions(tmp_path, 1)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    (tmp_path / "link.jsonl").symlink_to(precious)
+    one_error_line(invoke("batch", qs, "-o", tmp_path / "link.jsonl", "--overwrite", *common), "symbolic link")
+    assert invoke("batch", qs, "-o", tmp_path / "out.jsonl", *common).exit_code == 0
+    (tmp_path / "out.jsonl.partial").symlink_to(precious)
+    one_error_line(invoke("batch", qs, "-o", tmp_path / "out.jsonl", *common), "symbolic link")
+    os.mkfifo(tmp_path / "fifo")
+    one_error_line(invoke("batch", qs, "-o", tmp_path / "fifo", "--overwrite", *common), "not a regular file")
+    assert precious.read_text() == "keep me"
+
+
+def test_a_folder_with_someone_elses_manifest_is_not_an_index(docs_dir, tmp_path):
+    webapp = tmp_path / "webapp"
+    webapp.mkdir()
+    (webapp / "manifest.json").write_text('{"name": "my app"}')
+    one_error_line(invoke("index", docs_dir, "--index", webapp), "not a crag index", "manifest.json")
+    assert (webapp / "manifest.json").read_text() == '{"name": "my app"}'
+
+
+def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_thrown_away(built_index, tiny_gguf, tmp_path):
+    qs = _questions(tmp_path, 2)
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0
+    out.rename(tmp_path / "archived.jsonl")
+    out.write_text("my own file now\n")
+    one_error_line(invoke("batch", qs, "-o", out, *common), "changed since crag wrote it", "--overwrite")
+    assert out.read_text() == "my own file now\n"
+    out.unlink()
+    lines = (tmp_path / "archived.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "out.jsonl.partial").write_text(lines[0])  # an interrupted run's records
+    one_error_line(invoke("batch", qs, "-o", out, *common), "1 records of an interrupted run", "--resume")
+    assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
+
+
+def test_resume_checks_the_questions_not_only_the_line_numbers(built_index, tiny_gguf, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n" + json.dumps({"question": "capital of France?"}) + "\n")
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0
+    qs.write_text(json.dumps({"question": "capital of France?"}) + "\n" + json.dumps({"question": "capital of Germany?"}) + "\n")
+    one_error_line(invoke("batch", qs, "-o", out, "--resume", *common), "cannot resume")
+
+
+def test_everything_the_run_reads_is_an_input(built_index, tiny_gguf, tmp_path):
+    qs = _questions(tmp_path, 1)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(tiny_gguf.read_bytes())
+    before = model.read_bytes()
+    one_error_line(invoke("batch", qs, "-o", model, "--overwrite", "--index", built_index, "--model", model), "is the input")
+    assert model.read_bytes() == before
+    one_error_line(invoke("batch", qs, "-o", built_index / "passages.jsonl", "--overwrite", "--index", built_index,
+                          "--model", model), "inside the index")  # fmt: skip
+
+
+def test_odd_names_and_links_are_one_line_not_a_traceback(docs_dir, built_index, tiny_gguf, tmp_path):
+    qs = _questions(tmp_path, 1)
+    one_error_line(invoke("batch", qs, "-o", tmp_path / ("a" * 245), "--index", built_index, "--model", tiny_gguf),
+                   "too long")  # fmt: skip
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    r = invoke("index", docs_dir, "--index", loop)
+    assert r.exit_code == 1 and r.stderr.startswith("crag: error:") and len(r.stderr.strip().splitlines()) == 1
+    odd = tmp_path / ".ix.crag-tmp-99999999999999999999-x"
+    odd.mkdir()
+    assert invoke("index", docs_dir, "--index", tmp_path / "ix").exit_code == 0
+    assert odd.exists()  # not a process id crag can judge: left alone
+
+
+def test_replacing_keeps_links_and_permissions(docs_dir, built_index, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")
+    real = tmp_path / "dotfiles" / "crag.toml"
+    real.parent.mkdir()
+    real.write_text("top_k = 10\n")
+    real.chmod(0o644)
+    (tmp_path / "crag.toml").symlink_to(real)
+    assert invoke("calibrate", qs, "--index", built_index, "--write", tmp_path / "crag.toml").exit_code == 0
+    assert (tmp_path / "crag.toml").is_symlink() and "upper = " in real.read_text()
+    assert real.stat().st_mode & 0o777 == 0o644
+    old = os.umask(0o022)
+    try:
+        assert invoke("index", docs_dir, "--index", tmp_path / "ix").exit_code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "ix").stat().st_mode & 0o777 == 0o755
+
+
+def test_toml_booleans_are_not_numbers(built_index, tmp_path):
+    (tmp_path / "crag.toml").write_text("top_k = true\n")
+    one_error_line(invoke("evaluate", "x", "--index", built_index), "for top_k (from config file", "an integer")
