@@ -71,7 +71,7 @@ _MODEL_HASHES: dict[tuple, str] = {}
 
 def model_fingerprint(model: str) -> str:
     """sha256 of the generator's GGUF file (embedded models: their pinned sha256, checked before every load)."""
-    from .generator import QWEN_NAME, QWEN_SHA256, resolve_model, sha256_file
+    from .generator import QWEN_NAME, QWEN_SHA256, resolve_model
 
     if model == QWEN_NAME:
         return QWEN_SHA256
@@ -79,7 +79,7 @@ def model_fingerprint(model: str) -> str:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _MODEL_HASHES:
-        _MODEL_HASHES[key] = sha256_file(path)
+        _MODEL_HASHES[key] = (files.digest(path) or (0, ""))[1]
     return _MODEL_HASHES[key]
 
 
@@ -207,8 +207,7 @@ class BatchOutput:
         """``OUT`` is crag's own: the run manifest recorded it, and it has not changed since."""
         if run is None or not run.get("output_sha256"):
             return False
-        digest = _file_digest(self.path)
-        return digest == (run.get("output_size"), run.get("output_sha256"))
+        return files.digest(self.path) == (run.get("output_size"), run.get("output_sha256"))
 
     def check(self) -> None:
         """Everything that can be checked before a model loads; raises :class:`CragError`."""
@@ -310,7 +309,7 @@ class BatchOutput:
             run = self._run() or {}
             if self.partial.exists():
                 os.replace(self.partial, self.path)
-            size, digest = _file_digest(self.path) or (None, None)
+            size, digest = files.digest(self.path) or (None, None)
             run.update(complete=True, finished=_now(), summary=summary or {}, output_identity=run.get("identity"),
                        output_size=size, output_sha256=digest)  # fmt: skip
             files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
@@ -318,14 +317,6 @@ class BatchOutput:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _file_digest(path: Path) -> tuple[int, str] | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return len(data), hashlib.sha256(data).hexdigest()
 
 
 # --------------------------------------------------------------------------- the run

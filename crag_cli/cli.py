@@ -438,7 +438,8 @@ def batch(
     out = None
     if output is not None:
         # everything the run reads is an input: the questions, the model file, the config file
-        inputs = [input, Path(settings.model), (ctx.obj or {}).get("config") or Path("crag.toml")]
+        model_file = Path(settings.model) if Path(settings.model).is_file() else None  # not an embedded name
+        inputs = [input, model_file, (ctx.obj or {}).get("config") or Path("crag.toml")]
         out = BatchOutput(output, inputs, resume=resume, retry_errors=retry_errors, overwrite=overwrite)
         try:
             out.check()

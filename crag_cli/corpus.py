@@ -8,7 +8,6 @@ JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped silently.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -52,11 +51,10 @@ class Passage:
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file that was read, with what identifies its content."""
+    """A file that was read, and its size."""
 
     path: str
     size: int
-    sha256: str
 
 
 @dataclass
@@ -343,20 +341,6 @@ def list_files(
     return listing
 
 
-def file_digest(path: Path) -> SourceFile | None:
-    """Size and sha256 of a file (``None`` when it cannot be read); the content is not parsed."""
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-                size += len(block)
-    except OSError:
-        return None
-    return SourceFile(path.as_posix(), size, h.hexdigest())
-
-
 def read_files(listing: FileListing, progress=None) -> CorpusReport:
     """Read and parse every file of a listing.
 
@@ -370,7 +354,7 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     Returns
     -------
     CorpusReport
-        Documents, the files read (size and sha256), and every file or line
+        Documents, the files read (with their sizes; the index hashes them while listing), and every file or line
         skipped and why (unsupported types included).
     """
     report = CorpusReport()
@@ -395,7 +379,7 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
             except Exception as exc:  # a parser failing on one file must not stop the folder
                 report.skipped.append((rel, f"unparsable ({type(exc).__name__}: {exc})"))
                 continue
-            report.files.append(SourceFile(rel, len(data), hashlib.sha256(data).hexdigest()))
+            report.files.append(SourceFile(rel, len(data)))
             for doc in docs:
                 if doc.text.strip():
                     report.documents.append(doc)

@@ -12,6 +12,7 @@ Rules every command follows (README, "Your files"):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -143,6 +144,20 @@ def older_than(path: Path, seconds: float) -> bool:
         return time.time() - path.stat().st_mtime > seconds
     except OSError:
         return False
+
+
+def digest(path: Path) -> tuple[int, str] | None:
+    """``(size, sha256)`` of a file, read in blocks; ``None`` when it cannot be read."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 22):
+                h.update(block)
+                size += len(block)
+    except OSError:
+        return None
+    return size, h.hexdigest()
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -69,12 +69,11 @@ def cache_dir() -> Path:
     return Path(base) / "crag"
 
 
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+def sha256_file(path: Path) -> str:
+    found = files.digest(path)
+    if found is None:
+        raise ModelError(f"cannot read model file {path}")
+    return found[1]
 
 
 def _package_file(dist_name: str, suffix: str) -> Path:

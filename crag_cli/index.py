@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from . import files
-from .corpus import Passage, file_digest, list_files, read_files, split_passages
+from .corpus import Passage, list_files, read_files, split_passages
 from .errors import CragError
 
 FORMAT_VERSION = 1
@@ -327,9 +327,8 @@ def build_index(
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
     sources = []
     for path in listing.paths:
-        digest = file_digest(path)
-        sources.append({"path": listing.rel(path), "size": digest.size if digest else -1,
-                        "sha256": digest.sha256 if digest else ""})  # fmt: skip
+        size, sha256 = files.digest(path) or (-1, "")
+        sources.append({"path": listing.rel(path), "size": size, "sha256": sha256})
     fingerprint = _fingerprint(sources, passage_words, tokenizer, params)
     left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
     if not force and is_crag_index(index_dir):

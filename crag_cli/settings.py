@@ -189,30 +189,44 @@ def flag(name: str) -> str:
     return option_decls(name)[-1]
 
 
-def value_type(name: str) -> Any:
-    """The field's base type: ``int | None`` -> ``int``; a ``Literal`` -> ``str``."""
+def _annotation(name: str) -> tuple[Any, bool]:
+    """The field's type without ``None``, and whether ``None`` is allowed."""
     tp = Settings.model_fields[name].annotation
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
-        tp = next(a for a in typing.get_args(tp) if a is not type(None))
-    if typing.get_origin(tp) is Literal:
-        return str
-    return tp
+        args = typing.get_args(tp)
+        return next(a for a in args if a is not type(None)), type(None) in args
+    return tp, False
+
+
+def value_type(name: str) -> Any:
+    """The field's base type: ``int | None`` -> ``int``; a ``Literal`` -> ``str``."""
+    tp = _annotation(name)[0]
+    return str if typing.get_origin(tp) is Literal else tp
 
 
 def choices(name: str) -> tuple[str, ...] | None:
-    tp = Settings.model_fields[name].annotation
-    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
-        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    tp = _annotation(name)[0]
     return typing.get_args(tp) if typing.get_origin(tp) is Literal else None
 
 
 def optional(name: str) -> bool:
-    tp = Settings.model_fields[name].annotation
-    return (isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union) and type(None) in typing.get_args(tp)
+    return _annotation(name)[1]
 
 
 def default(name: str) -> Any:
     return Settings.model_fields[name].default
+
+
+def default_text(name: str) -> str | None:
+    """The default as a user writes it (``refine``/``no-refine`` for a switch), ``None`` when there is none."""
+    dflt = default(name)
+    if dflt is None:
+        return None
+    if isinstance(dflt, bool):
+        return flag(name).split("/")[0 if dflt else 1].lstrip("-")
+    if isinstance(dflt, float) and dflt.is_integer():
+        return str(int(dflt))
+    return str(dflt)
 
 
 def bounds(name: str) -> str:
@@ -232,15 +246,8 @@ def help_text(name: str) -> str:
     allowed = bounds(name)
     if allowed:
         text += f" Range: {allowed}."
-    dflt = info.default
-    if dflt is not None:
-        if isinstance(dflt, bool):
-            shown = flag(name).split("/")[0 if dflt else 1].lstrip("-")
-        elif isinstance(dflt, float) and dflt.is_integer():
-            shown = str(int(dflt))
-        else:
-            shown = str(dflt)
-        text += f" (default: {shown})"
+    if default_text(name) is not None:
+        text += f" (default: {default_text(name)})"
     return text
 
 
@@ -249,15 +256,7 @@ def markdown_table() -> str:
     rows = ["| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |", "|---|---|---|---|---|"]
     for name in field_names():
         decls = option_decls(name)
-        dflt = default(name)
-        if isinstance(dflt, bool):
-            shown = decls[0].split("/")[0 if dflt else 1].lstrip("-")
-        elif dflt is None:
-            shown = "–"
-        elif isinstance(dflt, float) and dflt.is_integer():
-            shown = str(int(dflt))
-        else:
-            shown = str(dflt)
+        shown = default_text(name) or "–"
         allowed = " \\| ".join(choices(name) or ()) or bounds(name)
         rows.append(f"| {' '.join(f'`{d}`' for d in decls)} | `{name}` | {shown} | {allowed} | "
                     f"{Settings.model_fields[name].description} |")  # fmt: skip
