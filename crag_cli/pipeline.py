@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide
-from .calibrate import holds_answer
+from .match import holds_answer, is_grounded
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
@@ -22,6 +22,7 @@ from .refine import KnowledgeSource, Strip, refine
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
+GROUNDED_TASKS = ("popqa",)  # tasks whose answer is a phrase that the knowledge can contain
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Result:
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
     answer: str | None = None
     answers: list[str] | None = None
+    grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
     prompt_tokens: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -88,6 +90,9 @@ class Pipeline:
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
         Strips kept by refinement.
+    strips_correct : int, optional
+        Strips kept when the action is Correct (default: ``strips``): when the
+        evaluator is sure, the generator gets fewer and stronger strips.
     refine_knowledge : bool
         ``False`` gives the paper's "w/o refinement" ablation: kept passages go
         to the generator whole.
@@ -107,6 +112,7 @@ class Pipeline:
         top_k: int = 10,
         strip_mode: str = "excerption",
         strips: int = 5,
+        strips_correct: int | None = None,
         refine_knowledge: bool = True,
         task: str = "popqa",
         max_tokens: int | None = None,
@@ -121,6 +127,7 @@ class Pipeline:
         self.top_k = top_k
         self.strip_mode = strip_mode
         self.strips = strips
+        self.strips_correct = strips if strips_correct is None else strips_correct
         self.refine_knowledge = refine_knowledge
         self.task = task
         self.max_tokens = max_tokens
@@ -147,10 +154,22 @@ class Pipeline:
         if not self.refine_knowledge:
             return [Strip(h.passage.text, h.passage.id, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
         sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in kept]
+        top = min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips
         with _Timer(result.timings, "refine"):
-            return refine(
-                result.question, sources, self.evaluator, self.strip_mode, self.strips, self.thresholds.filter
-            )
+            return refine(result.question, sources, self.evaluator, self.strip_mode, top, self.thresholds.filter)
+
+    def _knowledge(self, result: Result) -> list[KnowledgeItem]:
+        """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
+
+        Each item carries the evaluator's verdict in words (``high``, ``medium``,
+        ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
+        external and the original order.
+        """
+        strips = list(result.internal_knowledge or []) + list(
+            result.external_knowledge.strips if result.external_knowledge else []
+        )
+        ranked = sorted(enumerate(strips), key=lambda pair: -pair[1].score)
+        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for _, s in ranked]
 
     def _external(self, result: Result) -> ExternalKnowledge:
         if self.web is None:
@@ -206,10 +225,9 @@ class Pipeline:
             self.evaluate(question, result)
             if result.action in (Action.CORRECT, Action.AMBIGUOUS):
                 result.internal_knowledge = self._internal(result)
-                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.internal_knowledge]
             if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
                 result.external_knowledge = self._external(result)
-                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
+            items = self._knowledge(result)
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)
@@ -236,6 +254,8 @@ class Pipeline:
                 result.knowledge_used = kept
                 gen = self.generator.generate(messages, max_tokens, on_token)
                 result.answer = clean_answer(gen.text, result.task)
+                if result.task in GROUNDED_TASKS and result.mode != "no-retrieval":
+                    result.grounded = is_grounded(result.answer, [k.text for k in kept])
                 result.prompt_tokens = gen.prompt_tokens
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"

@@ -30,19 +30,28 @@ MAX_TOKENS = {"popqa": 32, "bio": 300, "pubqa": 8, "arc": 8}
 
 @dataclass(frozen=True)
 class KnowledgeItem:
-    """One piece of knowledge for the prompt and where it came from (a passage id or a URL)."""
+    """One piece of knowledge for the prompt and where it came from (a passage id or a URL).
+
+    ``relevance`` is the retrieval evaluator's verdict in words (``high``,
+    ``medium``, ``low``), or empty when nothing judged it (plain RAG).
+    """
 
     text: str
     source: str
     title: str = ""
+    relevance: str = ""
+
+
+RANKED_NOTE = "The reference items are ordered from most to least relevant, as judged by a relevance checker."
 
 
 def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
-    """Numbered knowledge lines: ``[1] (Title) text``."""
+    """Numbered knowledge lines: ``[1] (Title) text``, or ``[1] (relevance: high) (Title) text`` when judged."""
     lines = []
     for i, item in enumerate(items, 1):
+        judged = f"(relevance: {item.relevance}) " if item.relevance else ""
         title = f"({item.title}) " if item.title else ""
-        lines.append(f"[{i}] {title}{item.text}")
+        lines.append(f"[{i}] {judged}{title}{item.text}")
     return "\n".join(lines)
 
 
@@ -59,7 +68,8 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
     if task not in INSTRUCTIONS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
     if items:
-        reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n\n"
+        note = f"{RANKED_NOTE}\n" if any(item.relevance for item in items) else ""
+        reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n{note}\n"
     else:
         reference = "No reference knowledge was found; answer from what you know.\n\n"
     user = f"{reference}Question: {question}\n{INSTRUCTIONS[task]}"
@@ -75,8 +85,8 @@ def fit_knowledge(
 ) -> tuple[list[dict], list[KnowledgeItem], int]:
     """Trim knowledge until the prompt fits ``budget`` tokens.
 
-    Whole items are dropped from the end (the least important go last in
-    recomposed order, so this keeps the earliest); when a single item alone
+    Whole items are dropped from the end (CRAG ranks its knowledge strongest
+    first, plain RAG in retrieval order, so this keeps the best); when a single item alone
     does not fit, its words are cut in half until it does.
 
     Returns
@@ -105,7 +115,8 @@ def fit_knowledge(
         words = items[lo].text.split()
         while len(words) > 8:
             words = words[: len(words) // 2]
-            candidate = kept + [KnowledgeItem(" ".join(words) + " ...", items[lo].source, items[lo].title)]
+            candidate = kept + [KnowledgeItem(" ".join(words) + " ...", items[lo].source, items[lo].title,
+                                              items[lo].relevance)]
             if count_tokens(build_messages(question, candidate, task)) <= budget:
                 kept = candidate
                 break

@@ -29,13 +29,13 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .actions import PRESETS
+from .models import DEFAULT_MODEL, EMBEDDED, embedded
 from .prompts import TASKS
 from .refine import STRIP_MODES
 
 CONFIG_FILE = "crag.toml"
 ENV_PREFIX = "CRAG_"
 WEB_BACKENDS = ("none", "ddgs", "searxng")
-EMBEDDED_MODEL_NAMES = ("qwen2.5-0.5b", "smollm2-135m")  # generator.EMBEDDED_MODELS checks it is the same list
 
 # Which settings each command takes, by group (the CLI adds one option per setting).
 GROUPS = ("index", "retrieval", "evaluator", "thresholds", "refine", "generator", "web")
@@ -76,9 +76,13 @@ class Settings(BaseModel):
         "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine"
     )
     strips: int = setting(5, "Strips kept by refinement.", "refine", ge=1, le=100)
+    strips_correct: int = setting(
+        3, "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.", "refine",
+        ge=1, le=100,
+    )  # fmt: skip
     refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine")
     model: str = setting(
-        "qwen2.5-0.5b", "Generator: qwen2.5-0.5b (Qwen2.5-Coder-0.5B-Instruct), smollm2-135m or a .gguf path.",
+        DEFAULT_MODEL, "Generator: " + ", ".join(EMBEDDED) + " (the embedded models; see README) or a .gguf path.",
         "generator",
     )  # fmt: skip
     task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator")  # type: ignore[valid-type]
@@ -115,11 +119,12 @@ class Settings(BaseModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
-        if value in EMBEDDED_MODEL_NAMES:
-            return value
+        model = embedded(value)
+        if model is not None:
+            return model.name
         path = Path(value).expanduser()
         if not path.is_file():
-            raise ValueError(f"no such model: give a .gguf file or one of {', '.join(EMBEDDED_MODEL_NAMES)}")
+            raise ValueError(f"no such model: give a .gguf file or one of {', '.join(EMBEDDED)}")
         return value
 
     @field_validator("searxng_url")

@@ -38,20 +38,24 @@ def test_standin_is_a_searxng_api_with_html_pages(tmp_path):
 
 
 def test_summarise_metrics():
-    questions = {"a": {"answers": ["paris"]}, "b": {"answers": ["rome"]}, "c": {"answers": ["oslo"]}}
+    questions = {"a": {"answers": ["paris"], "prop": "capital"}, "b": {"answers": ["rome"], "prop": "capital"},
+                 "c": {"answers": ["oslo", "pol"], "prop": "city"}}  # fmt: skip
     passages = {"p1": "Paris is in France", "p2": "Nothing here"}
     records = [
-        {"id": "a", "action": "correct", "correct": True, "prompt_tokens": 100, "scores": [{"id": "p1"}],
+        {"id": "a", "action": "correct", "answer": "Paris.", "prompt_tokens": 100, "scores": [{"id": "p1"}],
          "internal_knowledge": [{"text": "Paris is in France"}],
          "timings": {"retrieve": 0.1, "evaluate": 0.2, "generate": 1.0, "total": 1.3}},
-        {"id": "b", "action": "incorrect", "correct": False, "prompt_tokens": 50, "scores": [{"id": "p2"}],
+        {"id": "b", "action": "incorrect", "answer": "Milan", "prompt_tokens": 50, "scores": [{"id": "p2"}],
          "external_knowledge": {"backend": "searxng", "strips": [{"text": "Rome is in Italy"}]},
          "timings": {"rewrite": 0.5, "search": 1.0, "generate": 1.0, "total": 2.5}},
-        {"id": "c", "action": "ambiguous", "correct": False, "prompt_tokens": None, "scores": [{"id": "p1"}],
+        {"id": "c", "action": "ambiguous", "answer": "policy", "prompt_tokens": None, "scores": [{"id": "p1"}],
          "timings": {"total": 0.2}, "error": "generation failed"},
     ]
     m = popqa.summarise(records, passages, questions)
-    assert m["n"] == 3 and m["accuracy"] == round(1 / 3, 4)
+    assert m["n"] == 3 and m["accuracy"] == round(1 / 3, 4)  # "pol" is not the answer "policy" as a whole word
+    assert m["accuracy_substring"] == round(2 / 3, 4)  # ... but is inside it
+    assert m["reader_efficiency"] == 0.5  # a and b hold an answer in their knowledge; a is answered
+    assert m["reader_efficiency_by_relation"] == {"capital": [1, 2]}
     assert m["actions"] == {"correct": 1, "incorrect": 1, "ambiguous": 1}
     assert m["action_accuracy"] == round(2.5 / 3, 4)  # right, right, half
     assert m["prompt_tokens"] == 75.0
@@ -59,7 +63,8 @@ def test_summarise_metrics():
     assert m["seconds_per_question"] == round(4.0 / 3, 3) and m["errors"] == 1
     assert m["knowledge_holds_answer"] == round(2 / 3, 4)
     assert m["web_used"] == 1 and m["web_strips_hold_answer"] == 1.0
-    assert "| crag | 3 | 33.3% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
+    assert "| crag | 3 | 33.3% | 66.7% | 50.0% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
+    assert "| crag | 1/2 |" in popqa.table({"crag": m})  # per relation
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
     assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
 
@@ -88,8 +93,8 @@ def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_
 def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     from scipy.stats import binomtest
 
-    rag = [{"id": f"q{i}", "correct": c} for i, c in enumerate([1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0])]
-    crag = [{"id": f"q{i}", "correct": c} for i, c in enumerate([1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 0])]
+    rag = [{"id": f"q{i}", "correct_word": c} for i, c in enumerate([1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0])]
+    crag = [{"id": f"q{i}", "correct_word": c} for i, c in enumerate([1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 0])]
     v = popqa.paired(crag, rag)
     assert v["n"] == 12 and v["only_mode"] == 6 and v["only_baseline"] == 1
     assert v["difference"] == round(5 / 12, 4)
@@ -100,3 +105,11 @@ def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ci95"] == [0.0, 0.0]
     assert "| crag | 12 | +41.7 pts |" in popqa.paired_table({"crag": {"vs_rag": v}})
     assert popqa.paired_table({"rag": {}}) == ""
+
+
+def test_spread_sample_covers_the_whole_file():
+    lines = [f"q{i}" for i in range(700)]
+    sample = popqa.spread_sample(lines, 200)
+    assert len(sample) == len(set(sample)) == 200
+    assert sample[0] == "q0" and sample[-1] == "q696"  # every 3.5th line, to the end
+    assert popqa.spread_sample(lines, None) == lines == popqa.spread_sample(lines, 900)

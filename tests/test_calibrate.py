@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from crag_cli.calibrate import Item, action_accuracy, calibrate, choose_action_thresholds, choose_filter, holds_answer
+from crag_cli.calibrate import Item, action_accuracy, calibrate, choose_action_thresholds, choose_filter
+from crag_cli.match import holds_answer
 from crag_cli.cli import app
 from typer.testing import CliRunner
 

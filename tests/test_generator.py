@@ -2,7 +2,8 @@ import hashlib
 
 import pytest
 
-from crag_cli.generator import LlamaGenerator, ModelError, assemble, qwen_parts, resolve_model, smollm_path, verify
+from crag_cli.generator import LlamaGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
+from crag_cli.models import QWEN_05B
 from crag_cli.prompts import KnowledgeItem, build_messages, clean_answer, fit_knowledge
 
 
@@ -57,7 +58,7 @@ def test_assemble_checks_sha256(tmp_path):
 
 
 def test_embedded_model_files_are_found():
-    parts = qwen_parts()
+    parts = model_parts(QWEN_05B)
     assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 7)]
     assert sum(p.stat().st_size for p in parts) > 300_000_000
     assert smollm_path().suffix == ".gguf"

@@ -1,0 +1,95 @@
+"""Matching answers against text: gold aliases (the benchmark and calibration labels) and grounding.
+
+Pure functions over strings; no model involved.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Sequence
+
+_ARTICLES = ("a ", "an ", "the ")
+_EDGE = string.punctuation + "\u2018\u2019\u201c\u201d "
+STOP_WORDS = frozenset(
+    "a an the of in on at to for and or by with from as is was are were be been his her their its "
+    "he she they it this that who which".split()
+)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` as whole words, ignoring case and runs of white space.
+
+    "Whole words": the match is not preceded or followed by a letter or digit,
+    so "pol" is not found in "policy", but "U.S." is found in "the U.S. Navy".
+    """
+    phrase = _fold(phrase)
+    return bool(phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", _fold(text)) is not None
+
+
+def holds_answer(text: str, answers: Sequence[str], whole_word: bool = False) -> bool:
+    """Whether some non-empty gold alias occurs in ``text``, ignoring case.
+
+    Parameters
+    ----------
+    text : str
+    answers : sequence of str
+        Gold aliases; empty ones never match.
+    whole_word : bool
+        ``False`` (PopQA's original metric): an alias may occur inside a longer
+        word ("pol" in "policy"). ``True``: as :func:`contains_phrase`.
+    """
+    if whole_word:
+        return any(contains_phrase(text, a) for a in answers)
+    low = text.lower()
+    return any(a and a.lower() in low for a in answers)
+
+
+def normalise_answer(answer: str) -> str:
+    """A short answer without surrounding quotes and punctuation or a leading article.
+
+    >>> normalise_answer('"The Beatles."')
+    'Beatles'
+    """
+    text = " ".join(answer.split()).strip(_EDGE)
+    low = text.lower()
+    for article in _ARTICLES:
+        if low.startswith(article):
+            text = text[len(article):].strip(_EDGE)
+            break
+    return text
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` (letters and digits) that are not stop words, case-folded."""
+    return [w for w in re.findall(r"\w+", text.casefold()) if w not in STOP_WORDS]
+
+
+def is_grounded(answer: str, texts: Sequence[str]) -> bool:
+    """Whether a short answer is supported by the knowledge it was given.
+
+    True when the normalised answer (see :func:`normalise_answer`) occurs in
+    one of ``texts`` as whole words, or when every content word of the answer
+    occurs as a word in one and the same text ("Conservative politician" is
+    grounded by "a Conservative Party politician"). An empty answer, or no
+    texts, is not grounded.
+
+    Parameters
+    ----------
+    answer : str
+        The generated short answer.
+    texts : sequence of str
+        The knowledge given to the generator.
+    """
+    answer = normalise_answer(answer)
+    if not answer:
+        return False
+    words = set(content_words(answer)) or {answer.casefold()}
+    for text in texts:
+        if contains_phrase(text, answer) or words <= set(re.findall(r"\w+", text.casefold())):
+            return True
+    return False
