@@ -67,3 +67,59 @@ def test_embedded_model_files_are_found():
 def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(ModelError, match="model not found"):
         resolve_model(str(tmp_path / "none.gguf"))
+
+
+def test_embedded_models_are_named_for_what_they_are_and_old_names_still_work():
+    from crag_cli.generator import canonical_name
+    from crag_cli.models import EMBEDDED, embedded
+    from crag_cli.settings import Settings
+
+    assert set(EMBEDDED) == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"}
+    assert all("Coder" in m.title for n, m in EMBEDDED.items() if n.startswith("qwen"))
+    assert Settings(model="qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # the name before 0.4
+    assert Settings(model="qwen2.5-1.5b").model == "qwen2.5-coder-1.5b"
+    assert canonical_name("qwen2.5-1.5b") == "qwen2.5-coder-1.5b" and embedded("qwen2.5-7b") is None
+    assert LlamaGenerator("qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # records name the model one way
+
+
+def test_a_missing_extra_is_one_line_naming_the_install_command_before_anything_loads(built_index, monkeypatch):
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from crag_cli import models
+    from crag_cli.cli import app
+
+    absent = dataclasses.replace(models.QWEN_15B, packages=tuple(f"crag-test-absent-{i}" for i in range(22)))
+    monkeypatch.setitem(models.EMBEDDED, absent.name, absent)
+    loaded = []
+    monkeypatch.setattr("crag_cli.index.BM25Index.load", lambda *a, **k: loaded.append(a))
+    r = CliRunner().invoke(app, ["ask", "What?", "--index", str(built_index), "--model", "qwen2.5-coder-1.5b"])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "qwen2.5-coder-1.5b (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) is not installed" in r.stderr
+    assert "22 of its packages are missing" in r.stderr and "pip install 'crag-cli[models-1.5b]'" in r.stderr
+    assert not loaded  # checked before the index (or any model) loads
+    with pytest.raises(ModelError, match="not installed"):
+        resolve_model("qwen2.5-coder-1.5b")
+
+
+def test_the_15b_parts_when_installed():
+    from crag_cli.models import QWEN_15B
+
+    if QWEN_15B.missing_packages():
+        pytest.skip("the models-1.5b extra is not installed")
+    parts = model_parts(QWEN_15B)
+    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 23)]
+    assert sum(p.stat().st_size for p in parts) == QWEN_15B.size == 1_117_320_768
+
+
+def test_every_embedded_models_packages_are_pinned_in_its_extra():
+    import tomllib
+    from pathlib import Path
+
+    from crag_cli.models import EMBEDDED
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for model in EMBEDDED.values():
+        pinned = {req.split("==")[0] for req in extras[model.extra] if "==" in req}
+        assert set(model.packages) <= pinned, model.name

@@ -1,0 +1,90 @@
+"""Stand-ins for each pipeline stage, for tests and for trying a stage in isolation.
+
+Each satisfies the stage's Protocol (:class:`~crag_cli.index.Retriever`,
+:class:`~crag_cli.evaluator.Evaluator`, :class:`~crag_cli.web.WebCorrector`,
+:class:`~crag_cli.generator.Generator`) without a model or a network:
+
+>>> from crag_cli.actions import Thresholds
+>>> from crag_cli.pipeline import Pipeline
+>>> pipe = Pipeline(FakeRetriever(["Paris is the capital of France."]), FakeEvaluator({"Paris": 0.9}),
+...                 Thresholds(0.5, 0.0, -1.0), FakeGenerator("Paris"))
+>>> pipe.run("What is the capital of France?").answer
+'Paris'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .corpus import Passage
+from .generator import Generation
+from .index import Hit
+from .refine import Strip
+from .web import ExternalKnowledge
+
+
+class FakeRetriever:
+    """Returns the given texts, in order, as passages ``p0``, ``p1``, ... (the first ``k``)."""
+
+    manifest: dict = {}
+
+    def __init__(self, texts: Sequence[str], title: str = "") -> None:
+        self.passages = [Passage(f"p{i}", f"d{i}", title, text) for i, text in enumerate(texts)]
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return [Hit(p, float(len(self.passages) - i), i + 1) for i, p in enumerate(self.passages[:k])]
+
+
+class FakeEvaluator:
+    """Scores a text by the first key of ``scores`` it contains (``default`` when none)."""
+
+    name = "fake"
+
+    def __init__(self, scores: Mapping[str, float], default: float = -1.0) -> None:
+        self.scores, self.default = dict(scores), default
+        self.calls = 0
+
+    def load(self) -> None:
+        pass
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.calls += 1
+        return [next((v for k, v in self.scores.items() if k in text), self.default) for _, text in pairs]
+
+
+@dataclass
+class FakeWeb:
+    """A web stage that always finds ``texts`` (one strip each, scored ``score``)."""
+
+    texts: Sequence[str] = ()
+    score: float = 0.0
+    queries: list[str] = field(default_factory=list)
+
+    def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
+        self.queries.append(question)
+        strips = [Strip(t, f"https://example.org/{i}", "", (i, 0), self.score) for i, t in enumerate(self.texts)]
+        return ExternalKnowledge(backend="fake", query=question, strips=strips)
+
+
+class FakeGenerator:
+    """Replies ``reply``, streamed word by word; remembers the messages it was given."""
+
+    model = "fake"
+
+    def __init__(self, reply: str, n_ctx: int = 4096) -> None:
+        self.reply, self.n_ctx = reply, n_ctx
+        self.messages: list[list[dict]] = []
+
+    def count_tokens(self, messages: list[dict]) -> int:
+        return sum(len(m["content"].split()) for m in messages)
+
+    def generate(
+        self, messages: list[dict], max_tokens: int, on_token: Callable[[str], None] | None = None
+    ) -> Generation:
+        self.messages.append(messages)
+        pieces = self.reply.split(" ")
+        for i, piece in enumerate(pieces):
+            if on_token is not None:
+                on_token(piece if i == 0 else " " + piece)
+        return Generation(self.reply, self.count_tokens(messages), len(pieces))

@@ -1,0 +1,60 @@
+"""Pipeline.run with the shipped fakes: what reaches the generator, and what the record says."""
+
+from crag_cli.actions import Action, Thresholds
+from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.pipeline import Pipeline
+from crag_cli.prompts import RANKED_NOTE
+from crag_cli.records import to_record
+
+TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
+PASSAGES = [
+    "Anna Berg was a Swedish seal hunter. Seal hunting was her occupation for years. She lived in Umea.",
+    "Ole Krarup was a Danish politician. He was a professor of law. He wrote several books.",
+    "Ole Krarup sat in the European Parliament. He was born in 1935. He died in 2017 in Copenhagen.",
+]
+SCORES = {"politician": 0.8, "European Parliament": 0.6, "seal": 0.3}
+
+
+def reference(gen: FakeGenerator) -> list[str]:
+    user = gen.messages[-1][1]["content"]
+    block = user[user.index("<<<REFERENCE") : user.index("REFERENCE>>>")]
+    return [line for line in block.splitlines() if line.startswith("[")]
+
+
+def test_correct_gives_the_strongest_strips_first_labelled_and_fewer():
+    gen = FakeGenerator("politician")
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, strips=5, strips_correct=2)
+    result = pipe.run("What is Ole Krarup's occupation?", answers=["politician"])
+    assert result.action is Action.CORRECT
+    lines = reference(gen)
+    assert len(lines) == 2  # Correct: strips_correct, not strips
+    assert lines[0].startswith("[1] (relevance: high) ") and "Danish politician" in lines[0]
+    assert lines[1].startswith("[2] (relevance: high) ") and "European Parliament" in lines[1]
+    assert RANKED_NOTE in gen.messages[-1][1]["content"]
+    assert result.grounded is True and to_record(result)["grounded"] is True
+
+
+def test_ambiguous_ranks_internal_and_web_strips_together_and_flags_an_unsupported_answer():
+    gen = FakeGenerator("seal hunter and sailor")
+    web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist."], score=0.4)
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web, strips=5, strips_correct=1)
+    result = pipe.run("What is Ole Krarup's occupation?")
+    assert result.action is Action.AMBIGUOUS and web.queries
+    lines = reference(gen)
+    assert "Danish jurist" in lines[0] and "(relevance: medium)" in lines[0]  # 0.4 beats 0.3
+    assert "seal hunter" in lines[1] and "(relevance: medium)" in lines[1]
+    assert all("(relevance: low)" in line for line in lines[2:])
+    assert len(lines) > 1  # Ambiguous keeps up to `strips`
+    assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
+
+
+def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
+    gen = FakeGenerator("Copenhagen")
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
+    result = pipe.run("Where did Ole Krarup die?", mode="rag")
+    lines = reference(gen)
+    assert [line[:4] for line in lines] == ["[1] ", "[2] "] and "relevance" not in gen.messages[-1][1]["content"]
+    assert "seal" in lines[0]  # retrieval order, unscored
+    assert result.grounded is False  # Copenhagen is in passage 3, not among the top 2
+    assert pipe.run("Where did Ole Krarup die?", mode="no-retrieval").grounded is None
+    assert pipe.run("Tell me about Ole Krarup.", mode="rag", task="bio").grounded is None  # not a short answer
