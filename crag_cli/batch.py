@@ -333,6 +333,7 @@ class Summary:
     errors: int = 0
     graded: int = 0
     correct: int = 0
+    ungrounded: int = 0
     seconds: float = 0.0
     answered_now: int = 0
 
@@ -342,18 +343,22 @@ class Summary:
             self.errors += 1
         else:
             self.actions[rec.get("action") or rec.get("mode") or "answered"] += 1
+        if rec.get("grounded") is False:
+            self.ungrounded += 1
         if rec.get("correct") is not None:
             self.graded += 1
             self.correct += bool(rec["correct"])
 
     def to_dict(self) -> dict:
         return {"records": self.total, "actions": dict(self.actions), "errors": self.errors,
-                "graded": self.graded, "correct": self.correct}  # fmt: skip
+                "graded": self.graded, "correct": self.correct, "ungrounded": self.ungrounded}  # fmt: skip
 
     def line(self, resumed: int = 0) -> str:
         parts = [f"{self.total} questions", ", ".join(f"{k}: {v}" for k, v in sorted(self.actions.items())) or "none answered"]
         if self.errors:
             parts.append(f"{self.errors} error record(s)")
+        if self.ungrounded:
+            parts.append(f"{self.ungrounded} answer(s) not found in their knowledge (grounded: false)")
         if self.graded:
             parts.append(f"accuracy {self.correct}/{self.graded} = {self.correct / self.graded:.1%}")
         if self.answered_now:

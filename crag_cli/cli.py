@@ -325,7 +325,8 @@ def evaluate(
 def _show_knowledge(result) -> None:
     """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
     action = result.action.value.upper() if result.action else result.mode
-    lines = [f"[{i}] {item.text}" for i, item in enumerate(result.knowledge_used, 1)]
+    lines = [f"[{i}] " + (f"(relevance: {item.relevance}) " if item.relevance else "") + item.text
+             for i, item in enumerate(result.knowledge_used, 1)]  # fmt: skip
     sources = [f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
                for i, item in enumerate(result.knowledge_used, 1)]  # fmt: skip
     ext = result.external_knowledge
@@ -386,6 +387,8 @@ def ask(
     else:
         sys.stdout.write("\n")
         sys.stdout.flush()
+        if result.grounded is False:
+            err.print("note: the answer occurs nowhere in the knowledge it was given (grounded: false)", markup=False)
     if result.error:
         fail(result.error)
 

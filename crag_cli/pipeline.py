@@ -57,8 +57,12 @@ class Result:
 
 
 def is_correct(answer: str, gold: Sequence[str]) -> bool:
-    """PopQA's metric, case-insensitive: some (non-empty) gold alias occurs in the answer."""
-    return holds_answer(answer, gold)
+    """PopQA's metric with whole words: some (non-empty) gold alias occurs in the answer, ignoring case.
+
+    "pol" (an alias of "politician") does not make "policy adviser" correct; see
+    :func:`crag_cli.match.holds_answer`.
+    """
+    return holds_answer(answer, gold, whole_word=True)
 
 
 class _Timer:

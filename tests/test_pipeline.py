@@ -58,3 +58,15 @@ def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_groundi
     assert result.grounded is False  # Copenhagen is in passage 3, not among the top 2
     assert pipe.run("Where did Ole Krarup die?", mode="no-retrieval").grounded is None
     assert pipe.run("Tell me about Ole Krarup.", mode="rag", task="bio").grounded is None  # not a short answer
+
+
+def test_batch_summary_counts_answers_not_found_in_their_knowledge():
+    from crag_cli.batch import Summary
+
+    s = Summary()
+    for rec in ({"action": "correct", "grounded": True, "correct": True},
+                {"action": "ambiguous", "grounded": False, "correct": False},
+                {"mode": "no-retrieval", "grounded": None}):  # fmt: skip
+        s.add(rec)
+    assert s.ungrounded == 1 and s.to_dict()["ungrounded"] == 1
+    assert "1 answer(s) not found in their knowledge (grounded: false)" in s.line()
