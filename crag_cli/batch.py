@@ -27,12 +27,13 @@ from typing import Any, Callable, Sequence
 
 from . import __version__, files
 from .errors import CragError
+from .prompts import PROMPT_VERSION
 from .records import QuestionLine, error_record, to_record
 
 RUN_MANIFEST_VERSION = 1
 # Settings that change what a record says. Resuming with any of them different is refused.
 ANSWER_SETTINGS = (
-    "top_k", "evaluator", "max_length", "strip_mode", "strips", "refine", "model", "task", "max_tokens", "n_ctx",
+    "top_k", "evaluator", "max_length", "strip_mode", "strips", "strips_correct", "refine", "model", "task", "max_tokens", "n_ctx",
     "temperature", "seed", "web", "searxng_url", "rewrite", "web_results", "wiki_first", "allow_private",
     "max_page_bytes",
 )  # fmt: skip
@@ -102,7 +103,7 @@ def evaluator_fingerprint(spec: str) -> str:
 
 def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
-    identity = {"crag_version": __version__, "mode": mode}
+    identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
     identity.update({name: getattr(settings, name) for name in ANSWER_SETTINGS})
     identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
     identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"} if mode == "crag" else None

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 TASKS = ("popqa", "bio", "pubqa", "arc")
+# Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
+# 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
+PROMPT_VERSION = 2
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
