@@ -1,6 +1,6 @@
 """PopQA benchmark: does correction beat plain RAG, and at what cost?
 
-    python benchmarks/popqa.py --data DIR [--limit N] [--modes rag,crag,...] [--model NAME] --out OUTDIR
+    python benchmarks/popqa.py --data DIR [--limit N] [--sample N] [--modes rag,crag,...] [--model NAME] --out OUTDIR
 
 DIR holds ``corpus.jsonl``, ``web.jsonl`` and ``questions.dev.jsonl`` laid out as
 in ``../shared/bench/popqa``. The script builds the index (``OUTDIR/index``),
@@ -10,7 +10,8 @@ generator and web (no web cache, so every mode pays for its searches):
 
 ==================  =====================================================
 ``no-retrieval``    the generator alone
-``rag``             the top-k passages straight to the generator
+``rag``             the top-k passages straight to the generator (k = 10)
+``rag-k3``, ``rag-k5`` the same with k = 3 and k = 5
 ``rag+web``         the top-k passages plus web knowledge, always
 ``crag``            CRAG (evaluate, act, refine, search when needed)
 ``crag-no-refine``  CRAG whose kept passages go whole to the generator
@@ -23,14 +24,18 @@ redrawn without rerunning; one that stops part-way, say because the run was
 interrupted, is resumed with ``crag batch --resume``; any other is replaced with ``--overwrite``),
 ``OUTDIR/results.json``, ``OUTDIR/results.md`` and ``OUTDIR/results.png``.
 
-Metrics per mode: accuracy (a gold alias occurs in the answer,
-case-insensitive), count per action, action accuracy (Correct right when the
-retrieved local passages hold a gold answer, Incorrect right when they do not,
-Ambiguous half right), mean prompt tokens, seconds per question, and mean
-seconds per stage (retrieve, evaluate, refine, search = rewrite + search +
-fetch, generate). Diagnostics: the share of questions whose knowledge given to
-the generator holds a gold answer (an upper bound for a perfect reader), and,
-among questions that used the web, the share whose kept web strips hold one.
+Metrics per mode: accuracy (a gold alias occurs in the answer as whole words,
+ignoring case; the substring figure of the paper beside it), reader efficiency
+(among questions whose knowledge given to the generator holds a gold answer, the
+share answered; overall and per relation), the share of grounded answers, count
+per action, action accuracy (Correct right when the retrieved local passages
+hold a gold answer, Incorrect right when they do not, Ambiguous half right),
+mean prompt tokens, seconds per question, and mean seconds per stage (retrieve,
+evaluate, refine, search = rewrite + search + fetch, generate). Diagnostics: the
+share of questions whose knowledge holds a gold answer (an upper bound for a
+perfect reader), and, among questions that used the web, the share whose kept
+web strips hold one. ``--sample N`` takes N questions spread over the file
+(every len/N-th: the question files are sorted by relation).
 When ``rag`` is among the modes, every other mode is paired with it on the same
 questions (``vs_rag``: accuracy difference, 95% interval, exact McNemar p).
 """
@@ -63,6 +68,7 @@ MODES = {
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 
 
+from crag_cli.models import DEFAULT_MODEL  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
 
 
@@ -286,7 +292,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None,
                         help="N questions spread over the file (every len/N-th), after --limit")
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
-    parser.add_argument("--model", default="qwen2.5-0.5b")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 

@@ -115,7 +115,7 @@ SMOLLM_135M = EmbeddedModel(
 )
 
 EMBEDDED: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN_05B, QWEN_15B, SMOLLM_135M)}
-DEFAULT_MODEL = QWEN_05B.name
+DEFAULT_MODEL = QWEN_15B.name  # chosen by measurement: README "Models and licences"
 
 
 def embedded(name: str) -> EmbeddedModel | None:

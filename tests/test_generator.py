@@ -76,7 +76,7 @@ def test_embedded_models_are_named_for_what_they_are_and_old_names_still_work():
 
     assert set(EMBEDDED) == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"}
     assert all("Coder" in m.title for n, m in EMBEDDED.items() if n.startswith("qwen"))
-    assert Settings(model="qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # the name before 0.4
+    assert Settings(model="qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # the earlier name
     assert Settings(model="qwen2.5-1.5b").model == "qwen2.5-coder-1.5b"
     assert canonical_name("qwen2.5-1.5b") == "qwen2.5-coder-1.5b" and embedded("qwen2.5-7b") is None
     assert LlamaGenerator("qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # records name the model one way
