@@ -8,15 +8,15 @@ starts the web stand-in (``benchmarks/webstandin.py``) on ``web.jsonl``, and run
 every mode as a real ``crag batch`` process on the same questions, index,
 generator and web (no web cache, so every mode pays for its searches):
 
-==================  =====================================================
-``no-retrieval``    the generator alone
-``rag``             the top-k passages straight to the generator (k = 10)
-``rag-k3``, ``rag-k5`` the same with k = 3 and k = 5
-``rag+web``         the top-k passages plus web knowledge, always
-``crag``            CRAG (evaluate, act, refine, search when needed)
-``crag-no-refine``  CRAG whose kept passages go whole to the generator
-``crag-no-rewrite`` CRAG that searches with the question itself
-==================  =====================================================
+======================  =====================================================
+``no-retrieval``        the generator alone
+``rag``                 the top-k passages straight to the generator (k = 10)
+``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5
+``rag+web``             the top-k passages plus web knowledge, always
+``crag``                CRAG (evaluate, act, refine, search when needed)
+``crag-no-refine``      CRAG whose kept passages go whole to the generator
+``crag-no-rewrite``     CRAG that searches with the question itself
+======================  =====================================================
 
 It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
 that starts with records for all the questions is reused, so a report can be

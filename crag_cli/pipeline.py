@@ -172,8 +172,8 @@ class Pipeline:
         strips = list(result.internal_knowledge or []) + list(
             result.external_knowledge.strips if result.external_knowledge else []
         )
-        ranked = sorted(enumerate(strips), key=lambda pair: -pair[1].score)
-        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for _, s in ranked]
+        ranked = sorted(strips, key=lambda s: -s.score)  # a stable sort: ties keep their order
+        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in ranked]
 
     def _external(self, result: Result) -> ExternalKnowledge:
         if self.web is None:
