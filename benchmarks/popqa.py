@@ -72,11 +72,6 @@ from crag_cli.models import DEFAULT_MODEL  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
 
 
-def holds(text: str, gold: list[str]) -> bool:
-    """The benchmark's metric: a gold alias occurs in ``text`` as whole words (see ``holds_answer``)."""
-    return holds_answer(text, gold, whole_word=True)
-
-
 def spread_sample(lines: list[str], n: int | None) -> list[str]:
     """Every (len/n)-th line, so a sample of a file sorted by relation covers every relation.
 
@@ -101,16 +96,16 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     for r in records:
         gold = questions[r["id"]]["answers"]
         answer = r.get("answer") or ""
-        answered = holds(answer, gold)
+        answered = holds_answer(answer, gold)
         right_word += answered
-        right_substring += holds_answer(answer, gold)
+        right_substring += holds_answer(answer, gold, whole_word=False)
         ext = r.get("external_knowledge") or {}
         web_texts = [s["text"] for s in ext.get("strips") or []]
         if r.get("mode") in ("rag", "rag+web"):
             texts = [passages.get(s["id"], "") for s in r.get("scores") or []]
         else:
             texts = [s["text"] for s in r.get("internal_knowledge") or []]
-        knowledge_hold = any(holds(t, gold) for t in texts + web_texts)
+        knowledge_hold = any(holds_answer(t, gold) for t in texts + web_texts)
         knowledge_holds += knowledge_hold
         if knowledge_hold:
             rel = relations.setdefault(questions[r["id"]].get("prop", "?"), [0, 0])
@@ -118,12 +113,12 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
             rel[1] += answered
         if ext and ext.get("backend") != "none":
             web_used += 1
-            web_holds += any(holds(t, gold) for t in web_texts)
+            web_holds += any(holds_answer(t, gold) for t in web_texts)
         action = r.get("action")
         if action:
             actions[action] = actions.get(action, 0) + 1
             gold = questions[r["id"]]["answers"]
-            local = any(holds(passages.get(s["id"], ""), gold) for s in r.get("scores") or [])
+            local = any(holds_answer(passages.get(s["id"], ""), gold) for s in r.get("scores") or [])
             right += 0.5 if action == "ambiguous" else float((action == "correct") == local)
         t = r.get("timings") or {}
         for s in STAGES:
@@ -324,7 +319,7 @@ def main() -> None:
         for mode in modes:
             records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions))
             for r in records:
-                r["correct_word"] = holds(r.get("answer") or "", questions[r["id"]]["answers"])
+                r["correct_word"] = holds_answer(r.get("answer") or "", questions[r["id"]]["answers"])
             results[mode] = summarise(records, passages, questions)
             records_of[mode] = records
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)

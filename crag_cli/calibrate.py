@@ -1,7 +1,7 @@
 """Choose the action and strip-filter thresholds from an evaluator's scores on questions with gold answers.
 
 Labels come from the data, not from a model: a retrieved passage *holds the
-answer* when some gold alias occurs in it (case-insensitive), and a question's
+answer* when some gold alias occurs in it as whole words (ignoring case), and a question's
 local retrieval holds the answer when any of its top-k passages does.
 
 Because Correct fires when the best score reaches ``upper`` and Incorrect when

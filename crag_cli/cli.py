@@ -341,8 +341,7 @@ def evaluate(
 def _show_knowledge(result) -> None:
     """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
     action = result.action.value.upper() if result.action else result.mode
-    lines = [f"[{i}] " + (f"(relevance: {item.relevance}) " if item.relevance else "") + item.text
-             for i, item in enumerate(result.knowledge_used, 1)]  # fmt: skip
+    lines = [f"[{i}] {item.verdict}{item.text}" for i, item in enumerate(result.knowledge_used, 1)]
     sources = [f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
                for i, item in enumerate(result.knowledge_used, 1)]  # fmt: skip
     ext = result.external_knowledge

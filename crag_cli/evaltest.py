@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide
+from .calibrate import Item, action_accuracy
 from .match import holds_answer
 
 
@@ -130,27 +131,23 @@ def evaluator_test(
     """
     all_scores: list[float] = []
     all_labels: list[bool] = []
-    actions = {a.value: 0 for a in Action}
-    confusion = {label: {a.value: 0 for a in Action} for label in ("holds", "does not hold")}
-    right = 0.0
+    items: list[Item] = []
     seconds = 0.0
-    holds_count = 0
     for done, (question, answers) in enumerate(questions, 1):
         hits = retriever.search(question, top_k)
-        labels = [holds_answer(h.passage.text, answers, whole_word=True) for h in hits]
+        labels = [holds_answer(h.passage.text, answers) for h in hits]
         start = time.perf_counter()
         scores = evaluator.score([(question, h.passage.text) for h in hits]) if hits else []
         seconds += time.perf_counter() - start
         all_scores += scores
         all_labels += labels
-        holds = any(labels)
-        holds_count += holds
-        action = decide(scores, thresholds.upper, thresholds.lower)
-        actions[action.value] += 1
-        confusion["holds" if holds else "does not hold"][action.value] += 1
-        right += 0.5 if action is Action.AMBIGUOUS else float((action is Action.CORRECT) == holds)
+        items.append(Item(scores, any(labels)))
         if progress is not None:
             progress(done)
+    accuracy, actions = action_accuracy(items, thresholds.upper, thresholds.lower)
+    confusion = {label: {a.value: 0 for a in Action} for label in ("holds", "does not hold")}
+    for it in items:
+        confusion["holds" if it.holds else "does not hold"][decide(it.scores, thresholds.upper, thresholds.lower).value] += 1
     n = len(questions)
     pairs = len(all_scores)
     judged = [s >= thresholds.upper for s in all_scores]
@@ -166,10 +163,10 @@ def evaluator_test(
         positive_pairs=sum(all_labels),
         pair_accuracy=round(sum(j == y for j, y in zip(judged, all_labels)) / pairs, 4) if pairs else None,
         auc=None if (a := auc(all_scores, all_labels)) is None else round(a, 4),
-        action_accuracy=round(right / n, 4) if n else None,
+        action_accuracy=round(accuracy, 4) if n else None,
         actions=actions,
         confusion=confusion,
-        retrieval_holds=round(holds_count / n, 4) if n else None,
+        retrieval_holds=round(sum(it.holds for it in items) / n, 4) if n else None,
         pairs_per_second=round(pairs / seconds, 1) if seconds > 0 else None,
         seconds=round(seconds, 3),
         notes=notes,

@@ -79,8 +79,8 @@ def _package_file(model: EmbeddedModel, dist_name: str, suffix: str) -> Path:
 
 
 def missing_message(model: EmbeddedModel) -> str:
-    missing = model.missing_packages()
-    what = f"{len(missing)} of its packages are" if len(missing) > 1 else f"the package {missing[0]} is" if missing else "its packages are"
+    missing = model.missing_packages() or list(model.packages)
+    what = f"the package {missing[0]} is" if len(missing) == 1 else f"{len(missing)} of its packages are"
     return f"the embedded model {model.name} ({model.title}) is not installed ({what} missing): {model.install_hint()}"
 
 

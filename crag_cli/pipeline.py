@@ -62,7 +62,7 @@ def is_correct(answer: str, gold: Sequence[str]) -> bool:
     "pol" (an alias of "politician") does not make "policy adviser" correct; see
     :func:`crag_cli.match.holds_answer`.
     """
-    return holds_answer(answer, gold, whole_word=True)
+    return holds_answer(answer, gold)
 
 
 class _Timer:

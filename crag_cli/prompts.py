@@ -44,6 +44,11 @@ class KnowledgeItem:
     title: str = ""
     relevance: str = ""
 
+    @property
+    def verdict(self) -> str:
+        """``(relevance: high) `` as the prompt and ``crag ask`` show it; empty when unjudged."""
+        return f"(relevance: {self.relevance}) " if self.relevance else ""
+
 
 RANKED_NOTE = "The reference items are ordered from most to least relevant, as judged by a relevance checker."
 
@@ -52,9 +57,8 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     """Numbered knowledge lines: ``[1] (Title) text``, or ``[1] (relevance: high) (Title) text`` when judged."""
     lines = []
     for i, item in enumerate(items, 1):
-        judged = f"(relevance: {item.relevance}) " if item.relevance else ""
         title = f"({item.title}) " if item.title else ""
-        lines.append(f"[{i}] {judged}{title}{item.text}")
+        lines.append(f"[{i}] {item.verdict}{title}{item.text}")
     return "\n".join(lines)
 
 
