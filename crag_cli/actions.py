@@ -57,7 +57,7 @@ PRESETS: dict[str, tuple[float, float]] = {
 }
 T5_FILTER = -0.5
 
-# all-MiniLM-L6-v2 cosine thresholds, measured with
+# all-MiniLM-L6-v2 cosine thresholds (--evaluator minilm-cosine), measured with
 #   crag calibrate ../shared/bench/popqa/questions.dev.jsonl --index <index of corpus.jsonl>
 # (see README "Calibration"). Cosines of this model lie in about [-0.1, 0.9].
 # Result on the 700 dev questions: Correct 497, Ambiguous 202, Incorrect 1; Correct is right 80.1%;
@@ -102,10 +102,14 @@ def resolve_thresholds(
 ) -> Thresholds:
     """The thresholds in force: explicit values > preset > the evaluator's defaults.
 
-    The T5 evaluator defaults to the ``popqa`` preset and a strip filter of -0.5;
-    the MiniLM evaluator to its measured cosine thresholds.
+    A trained evaluator (``crag train-evaluator``, the embedded ``minilm`` among
+    them) defaults to the thresholds stored with it, calibrated on its validation
+    questions; the T5 evaluator to the ``popqa`` preset and a strip filter of -0.5;
+    the cosine evaluator to its measured cosine thresholds.
     """
-    family = evaluator.partition(":")[0]
+    from .evaluator import evaluator_family, trained_thresholds
+
+    family = evaluator_family(evaluator)
     if preset is not None:
         if preset not in PRESETS:
             raise CragError(f"unknown threshold preset {preset!r}: choose from {', '.join(PRESETS)}")
@@ -114,8 +118,12 @@ def resolve_thresholds(
         source = f"preset {preset}"
     elif family == "t5":
         (base_upper, base_lower), base_filter, source = PRESETS["popqa"], T5_FILTER, "t5 default (preset popqa)"
+    elif family == "trained":
+        stored = trained_thresholds(evaluator)
+        base_upper, base_lower, base_filter = stored["upper"], stored["lower"], stored["filter"]
+        source = "calibrated with the evaluator"
     else:
-        base_upper, base_lower, base_filter, source = MINILM_UPPER, MINILM_LOWER, MINILM_FILTER, "minilm default"
+        base_upper, base_lower, base_filter, source = MINILM_UPPER, MINILM_LOWER, MINILM_FILTER, "minilm-cosine default"
     if upper is not None or lower is not None or filter_threshold is not None:
         source += " with overrides"
     return Thresholds(

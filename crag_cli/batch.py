@@ -87,11 +87,12 @@ def model_fingerprint(model: str) -> str:
 
 
 def evaluator_fingerprint(spec: str) -> str:
-    """The evaluator's name, plus the names, sizes and times of its checkpoint's files for ``KIND:PATH``."""
-    kind, _, arg = spec.partition(":")
-    if not arg:
+    """The evaluator's name, plus the names, sizes and times of its checkpoint's files."""
+    from .evaluator import parse_spec
+
+    kind, path = parse_spec(spec)
+    if path is None:
         return spec
-    path = Path(arg)
     entries = []
     if path.is_dir():
         for f in sorted(path.rglob("*")):

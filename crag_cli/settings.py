@@ -58,7 +58,12 @@ class Settings(BaseModel):
 
     index: Path = setting(Path(".crag-index"), "Index directory.", "index")
     top_k: int = setting(10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), ge=1, le=1000)
-    evaluator: str = setting("minilm", "Retrieval evaluator: minilm (embedded), minilm:PATH or t5:PATH.", "evaluator")
+    evaluator: str = setting(
+        "minilm",
+        "Retrieval evaluator: minilm (embedded, trained), minilm:PATH or PATH (made by crag train-evaluator), "
+        "t5:PATH, or minilm-cosine (the untrained cosine, for comparison).",
+        "evaluator",
+    )
     batch_size: int = setting(32, "Evaluator pairs per forward pass.", "evaluator", ge=1, le=4096)
     max_length: int = setting(
         512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator",
@@ -111,9 +116,12 @@ class Settings(BaseModel):
     @field_validator("evaluator")
     @classmethod
     def _evaluator(cls, value: str) -> str:
-        kind, sep, arg = value.partition(":")
-        if kind not in ("minilm", "t5") or (kind == "t5" and not arg) or (sep and not arg):
-            raise ValueError("use minilm, minilm:PATH or t5:PATH")
+        from .evaluator import EvaluatorError, parse_spec
+
+        try:
+            parse_spec(value)
+        except EvaluatorError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("model")
@@ -154,10 +162,16 @@ class Settings(BaseModel):
     def warnings(self) -> list[str]:
         """Settings that are valid but probably not what the user meant."""
         out = []
-        if self.preset is not None and self.evaluator.partition(":")[0] != "t5":
+        family = self.evaluator.partition(":")[0]
+        if self.preset is not None and family == "minilm-cosine":
             out.append(
                 f"preset {self.preset!r} holds the T5 evaluator's thresholds; on {self.evaluator} cosine scores "
                 "(about -0.1 to 0.9) Incorrect can then never fire: calibrate instead (crag calibrate)"
+            )
+        elif self.preset is not None and family != "t5":
+            out.append(
+                f"preset {self.preset!r} holds the T5 evaluator's thresholds; {self.evaluator} carries thresholds "
+                "calibrated for it, which the preset replaces"
             )
         return out
 

@@ -117,6 +117,41 @@ def write_tiny_t5(path: Path, seed: int = 0) -> Path:
     return path
 
 
+BERT_WORDS = ("what who is the capital of france germany paris berlin yes no answer here not a an city country "
+              "painter politician composer born in was it lies river").split()
+
+
+def write_tiny_bert(path: Path, seed: int = 0) -> Path:
+    """A random one-layer BERT encoder (no head) with a WordLevel tokenizer that encodes sentence pairs."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3}
+    for word in BERT_WORDS:
+        vocab.setdefault(word, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", model_input_names=["input_ids", "token_type_ids", "attention_mask"])  # fmt: skip
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)  # fmt: skip
+    path.mkdir(parents=True, exist_ok=True)
+    BertModel(config).save_pretrained(str(path))
+    fast.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    return write_tiny_bert(tmp_path_factory.mktemp("bert") / "bert")
+
+
 @pytest.fixture(scope="session")
 def tiny_gguf(tmp_path_factory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")

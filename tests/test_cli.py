@@ -68,12 +68,12 @@ def test_evaluate_bad_input_is_one_line(args, message, built_index):
 
 def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_gguf):
     r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-               "--upper", "0", "--lower", "-1", "--max-tokens", "8")
+               "--evaluator", "minilm-cosine", "--upper", "0", "--lower", "-1", "--max-tokens", "8")
     assert r.exit_code == 0, r.output
     assert "action: CORRECT" in r.stderr and "Berlin" in r.stderr and "source [1] berlin.md#0" in r.stderr
     assert "Berlin" not in r.stdout  # stdout holds only the (random) answer
     r2 = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-                "--upper", "0", "--lower", "-1", "--max-tokens", "8", "--json")
+                "--evaluator", "minilm-cosine", "--upper", "0", "--lower", "-1", "--max-tokens", "8", "--json")
     rec = json.loads(r2.stdout)
     assert rec["answer"] == r.stdout.strip()
     assert rec["action"] == "correct" and rec["internal_knowledge"]

@@ -38,7 +38,7 @@ def test_t5_batched_equals_one_by_one(tiny_t5):
 def test_t5_errors(tmp_path):
     with pytest.raises(EvaluatorError, match="not found"):
         T5Evaluator(tmp_path / "none").score(PAIRS[:1])
-    with pytest.raises(EvaluatorError, match="needs a checkpoint path"):
+    with pytest.raises(EvaluatorError, match="needs a path"):
         build_evaluator("t5")
     with pytest.raises(EvaluatorError, match="unknown evaluator"):
         build_evaluator("bert")

@@ -241,7 +241,7 @@ def _questions(tmp_path, n=3):
 @pytest.mark.parametrize("change, setting", [
     (["--mode", "rag"], "mode"),
     (["--upper", "0.3"], "thresholds"),
-    (["--evaluator", "minilm:{other}"], "evaluator"),
+    (["--evaluator", "minilm-cosine:{other}"], "evaluator"),
     (["--top-k", "3"], "top_k"),
     (["--model", "{other_model}"], "model"),
     (["--index", "{other_index}"], "index_sha256"),
@@ -372,7 +372,8 @@ def test_other_bad_values_are_one_line(built_index, tmp_path):
 
 
 def test_preset_on_the_cosine_evaluator_warns(built_index):
-    r = invoke("evaluate", "capital of France?", "--index", built_index, "--preset", "popqa", "--json")
+    r = invoke("evaluate", "capital of France?", "--index", built_index, "--preset", "popqa", "--json",
+               "--evaluator", "minilm-cosine")
     assert r.exit_code == 0 and "crag: warning: preset 'popqa'" in r.stderr and "Incorrect can then never fire" in r.stderr
     assert json.loads(r.stdout)  # still valid JSON
 

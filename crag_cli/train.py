@@ -1,0 +1,491 @@
+"""Train a retrieval evaluator: a cross-encoder that scores (question, passage) pairs.
+
+``crag train-evaluator`` is this module. Labelled pairs come three ways:
+
+* :func:`pairs_from_gold`: questions with gold answers plus an index; each of a
+  question's top-k passages is positive when a gold alias occurs in it as whole
+  words, negative otherwise (the paper's PopQA labels);
+* :func:`read_labelled_pairs`: ready ``question``, ``passage``, ``label`` lines;
+* :func:`synthetic_pairs`: no labels at all; the local generator writes a
+  question and its short answer for sampled passages of the user's own index
+  (pairs whose answer is not in the passage are dropped); that passage is the
+  positive, the retrieved passages that do not hold the answer are negatives.
+
+:func:`split_by_question` keeps every question on one side. :func:`train`
+fine-tunes a LoRA adapter and a one-logit head over the base encoder with
+binary cross-entropy, using transformers' ``Trainer`` (scored on the
+validation questions after every epoch: pair accuracy, AUC, action accuracy;
+the best epoch kept), then calibrates the action and strip thresholds on the
+validation questions only and writes the folder that
+:class:`~crag_cli.evaluator.CrossEncoderEvaluator` loads, with a model card.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from . import __version__
+from .calibrate import Item, action_accuracy, calibrate, choose_action_thresholds
+from .errors import CragError
+from .evaltest import auc
+from .evaluator import (
+    EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, read_trained,
+)  # fmt: skip
+from .match import contains_phrase, holds_answer
+
+
+class TrainingError(CragError):
+    """Training data or settings that cannot give an evaluator."""
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """One training example: a question (``qid`` groups its pairs), a passage and whether it holds the answer."""
+
+    qid: str
+    question: str
+    passage: str
+    label: int
+    answers: tuple[str, ...] = ()  # gold or generated answers, when known (to label strips)
+
+    def strip_holds(self, strip: str) -> bool:
+        """Whether a strip of this pair's passage holds the answer (by the answers when known, else the label)."""
+        return holds_answer(strip, self.answers) if self.answers else bool(self.label)
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run (all recorded in the model card)."""
+
+    base: str = EMBEDDED_BASE
+    epochs: int = 3
+    batch_size: int = 16
+    learning_rate: float = 5e-4
+    max_length: int = 256
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.1
+    validation: float = 0.2
+    seed: int = 0
+    threads: int | None = None
+    correct_precision: float = 0.8
+    incorrect_precision: float = 0.8
+    strip_recall: float = 0.9
+    strip_mode: str = "excerption"
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def pairs_from_gold(
+    questions: Iterable[tuple[str, str, Sequence[str]]], retriever, top_k: int = 10
+) -> list[LabelledPair]:
+    """Label each question's top-k passages by whether a gold alias occurs in them (whole words).
+
+    Parameters
+    ----------
+    questions : iterable of (id, question, gold aliases)
+    retriever : Retriever
+    top_k : int
+
+    Returns
+    -------
+    list of LabelledPair
+    """
+    out = []
+    for qid, question, answers in questions:
+        for hit in retriever.search(question, top_k):
+            label = int(holds_answer(hit.passage.text, answers))
+            out.append(LabelledPair(qid, question, hit.passage.text, label, tuple(answers)))
+    return out
+
+
+def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
+    """Yield the pairs of a JSONL file of ``question``, ``passage``, ``label`` (0/1); a bad line yields its error.
+
+    Pairs with the same question text (or the same ``qid``, when given) belong
+    to one question.
+    """
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                yield f"line {lineno}: not a JSON object ({exc})"
+                continue
+            if not isinstance(obj, dict):
+                yield f"line {lineno}: not a JSON object"
+                continue
+            q, p, y = obj.get("question"), obj.get("passage"), obj.get("label")
+            if not isinstance(q, str) or not q.strip() or not isinstance(p, str) or not p.strip():
+                yield f"line {lineno}: needs a non-empty 'question' and 'passage'"
+                continue
+            if y not in (0, 1) or isinstance(y, float) and y not in (0.0, 1.0):
+                yield f"line {lineno}: 'label' must be 0 or 1"
+                continue
+            yield LabelledPair(str(obj.get("qid", q.strip())), q.strip(), p, int(y))
+
+
+SYNTHETIC_PROMPT = (
+    "Read the passage and write one factual question that it answers, and the question's short answer "
+    "(a name, a date or a few words copied from the passage). The question must name what it is about, "
+    "so that it can be understood without the passage.\n"
+    "Reply with exactly two lines:\nQuestion: ...\nAnswer: ...\n\n"
+    "<passage>\n{passage}\n</passage>"
+)
+
+
+def parse_synthetic(reply: str) -> tuple[str, str] | None:
+    """``(question, answer)`` from a ``Question: ... / Answer: ...`` reply, or ``None``."""
+    question = answer = None
+    for line in reply.splitlines():
+        head, _, rest = line.strip().partition(":")
+        if head.strip().lower() == "question" and rest.strip() and question is None:
+            question = rest.strip()
+        elif head.strip().lower() == "answer" and rest.strip() and answer is None:
+            answer = rest.strip().rstrip(".")
+    if not question or not answer or len(answer.split()) > 8:
+        return None
+    return question, answer
+
+
+def synthetic_pairs(
+    index, generator, n: int, top_k: int = 10, seed: int = 0, max_tokens: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[LabelledPair], dict]:  # fmt: skip
+    """Questions written by the generator for ``n`` sampled passages of ``index``, labelled by retrieval.
+
+    For each sampled passage the generator writes a question and a short answer.
+    The pair is dropped when the answer does not occur in the passage (whole
+    words) or occurs in the question itself. The passage is the positive; the
+    question's retrieved top-k passages that do not hold the answer are the
+    negatives (a retrieved passage that holds it, other than the source, is
+    left out: it may well answer the question too).
+
+    Returns
+    -------
+    (pairs, counts)
+        ``counts``: ``sampled``, ``kept``, ``dropped_unparsed``, ``dropped_not_in_passage``.
+    """
+    rng = random.Random(seed)
+    passages = [p for p in index.passages if len(p.text.split()) >= 20] or list(index.passages)
+    chosen = rng.sample(passages, min(n, len(passages)))
+    counts = {"sampled": len(chosen), "kept": 0, "dropped_unparsed": 0, "dropped_not_in_passage": 0}
+    out: list[LabelledPair] = []
+    for done, passage in enumerate(chosen, 1):
+        reply = generator.generate(
+            [{"role": "user", "content": SYNTHETIC_PROMPT.format(passage=passage.text)}], max_tokens
+        ).text
+        parsed = parse_synthetic(reply)
+        if parsed is None:
+            counts["dropped_unparsed"] += 1
+        else:
+            question, answer = parsed
+            if not contains_phrase(passage.text, answer) or contains_phrase(question, answer):
+                counts["dropped_not_in_passage"] += 1
+            else:
+                counts["kept"] += 1
+                qid = f"synthetic-{passage.id}"
+                out.append(LabelledPair(qid, question, passage.text, 1, (answer,)))
+                for hit in index.search(question, top_k):
+                    if hit.passage.id != passage.id and not contains_phrase(hit.passage.text, answer):
+                        out.append(LabelledPair(qid, question, hit.passage.text, 0, (answer,)))
+        if progress is not None:
+            progress(done, len(chosen))
+    return out, counts
+
+
+def split_by_question(pairs: Sequence[LabelledPair], validation: float, seed: int = 0):
+    """``(train, validation)``: the questions shuffled with ``seed``, ``validation`` of them held out.
+
+    Every pair of a question lands on the same side. At least one question goes
+    to each side when there are two or more.
+    """
+    if not 0 < validation < 1:
+        raise TrainingError("--validation must be a share between 0 and 1")
+    qids = list(dict.fromkeys(p.qid for p in pairs))
+    if len(qids) < 2:
+        raise TrainingError(f"training needs pairs of at least 2 questions (got {len(qids)})")
+    random.Random(seed).shuffle(qids)
+    n_val = min(len(qids) - 1, max(1, round(validation * len(qids))))
+    held = set(qids[:n_val])
+    return [p for p in pairs if p.qid not in held], [p for p in pairs if p.qid in held]
+
+
+def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:
+    """One calibration :class:`~crag_cli.calibrate.Item` per question (in order of first appearance)."""
+    groups: dict[str, Item] = {}
+    for p, s in zip(pairs, scores):
+        item = groups.setdefault(p.qid, Item([], False))
+        item.scores.append(s)
+        item.holds = item.holds or bool(p.label)
+    return list(groups.values())
+
+
+def validation_metrics(pairs: Sequence[LabelledPair], scores: Sequence[float], **precision) -> dict:
+    """Pair accuracy (score >= 0, i.e. probability >= 0.5), pair AUC and action accuracy (thresholds fitted here)."""
+    labels = [bool(p.label) for p in pairs]
+    items = question_items(pairs, scores)
+    upper, lower, _ = choose_action_thresholds(items, **precision)
+    acc, counts = action_accuracy(items, upper, lower)
+    a = auc(scores, labels)
+    return {
+        "pair_accuracy": round(sum((s >= 0) == y for s, y in zip(scores, labels)) / len(labels), 4),
+        "auc": None if a is None else round(a, 4),
+        "action_accuracy": round(acc, 4),
+        "actions": counts,
+        "questions": len(items),
+        "pairs": len(pairs),
+    }
+
+
+# ----------------------------------------------------------------------------- training
+
+
+class _PairDataset:
+    """Tokenised pairs for the Trainer (a map-style dataset)."""
+
+    def __init__(self, tokenizer, pairs: Sequence[LabelledPair], max_length: int, t5: bool) -> None:
+        enc = encode_pairs(tokenizer, [(p.question, p.passage) for p in pairs], max_length, t5,
+                           padding=False, tensors=None)  # fmt: skip
+        self.rows = [{k: enc[k][i] for k in enc} | {"labels": [float(p.label)]} for i, p in enumerate(pairs)]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.rows[i]
+
+
+def check_output_folder(out: Path) -> None:
+    """The output must be a new or empty folder, or a trained evaluator folder crag wrote (then replaced)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TrainingError(f"--out {out} is a file, not a folder: crag leaves it alone")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            read_trained(out)
+        except CragError:
+            raise TrainingError(
+                f"--out {out} is a folder that is not a crag evaluator: crag replaces only its own; choose a new "
+                "or empty folder"
+            ) from None
+    if not out.parent.is_dir():
+        raise TrainingError(f"cannot write {out}: no such folder {out.parent}")
+
+
+def train(
+    train_pairs: Sequence[LabelledPair],
+    val_pairs: Sequence[LabelledPair],
+    out: Path,
+    config: TrainConfig,
+    data_note: str = "",
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> dict:
+    """Fine-tune, keep the best epoch, calibrate on the validation questions, write ``out``; return the card.
+
+    The folder is built beside ``out`` and renamed into place, so ``out`` is
+    either the old evaluator or the new one, never half of one.
+    """
+    import numpy as np
+    import torch
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
+    from transformers.utils import logging as hf_logging
+
+    from . import files
+    from .refine import decompose
+
+    if not train_pairs or not val_pairs:
+        raise TrainingError("training needs pairs on both sides of the split")
+    for side, pairs in (("training", train_pairs), ("validation", val_pairs)):
+        if not any(p.label for p in pairs) or all(p.label for p in pairs):
+            raise TrainingError(f"the {side} pairs need both positives and negatives")
+    out = Path(out)
+    check_output_folder(out)
+    files.clean_stale(out)
+    start = time.time()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    set_seed(config.seed)
+    torch.set_grad_enabled(True)
+    tokenizer, model = load_classifier(config.base)
+    t5 = is_t5(model)
+    lora = LoraConfig(
+        task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+        target_modules="all-linear",
+    )  # fmt: skip
+    model = get_peft_model(model, lora)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    log(f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
+        f"validating on {len(val_pairs)}")  # fmt: skip
+    train_ds = _PairDataset(tokenizer, train_pairs, config.max_length, t5)
+    val_ds = _PairDataset(tokenizer, val_pairs, config.max_length, t5)
+    precision = {"correct_precision": config.correct_precision, "incorrect_precision": config.incorrect_precision}
+    history: list[dict] = []
+
+    def compute_metrics(pred) -> dict:
+        logits = np.asarray(pred.predictions).reshape(-1)
+        metrics = validation_metrics(val_pairs, [logit_to_score(float(z)) for z in logits], **precision)
+        history.append(metrics)
+        return {k: v for k, v in metrics.items() if isinstance(v, float)}
+
+    work = files.temp_dir(out)
+    try:
+        args = TrainingArguments(
+            output_dir=str(work / "checkpoints"), num_train_epochs=config.epochs,
+            per_device_train_batch_size=config.batch_size, per_device_eval_batch_size=max(32, config.batch_size),
+            learning_rate=config.learning_rate, **_warmup(0.1), weight_decay=0.01, lr_scheduler_type="linear",
+            eval_strategy="epoch", save_strategy="epoch", save_total_limit=2, load_best_model_at_end=True,
+            metric_for_best_model="action_accuracy", greater_is_better=True, seed=config.seed, data_seed=config.seed,
+            use_cpu=not torch.cuda.is_available(), report_to=[], logging_strategy="epoch", dataloader_num_workers=0,
+            disable_tqdm=False, save_only_model=True,
+        )  # fmt: skip
+        hf_logging.set_verbosity_error()
+        trainer = Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
+                          data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=compute_metrics)  # fmt: skip
+        with contextlib.redirect_stdout(sys.stderr):  # the Trainer's logs are progress, not data
+            trainer.train()
+        model = trainer.model.eval()
+        best = max(range(len(history)), key=lambda i: (history[i]["action_accuracy"], -i))
+        # calibrate on the validation questions only (never on the training ones)
+        from .evaluator import CrossEncoderEvaluator
+
+        scorer = CrossEncoderEvaluator.__new__(CrossEncoderEvaluator)
+        CrossEncoderEvaluator.__init__(scorer, work, batch_size=64, max_length=config.max_length)
+        scorer._tokenizer, scorer._model, scorer._t5 = tokenizer, model, t5
+        torch.set_grad_enabled(False)
+        val_scores = scorer.score([(p.question, p.passage) for p in val_pairs])
+        strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
+        strip_scores = scorer.score([(p.question, s) for p, s in strips])
+        calib = calibrate(question_items(val_pairs, val_scores), strip_scores,
+                          [p.label == 1 and p.strip_holds(s) for p, s in strips],
+                          config.correct_precision, config.incorrect_precision, config.strip_recall)  # fmt: skip
+        final = files.temp_dir(out)
+        try:
+            model.save_pretrained(str(final), safe_serialization=True)
+            for f in final.iterdir():
+                os.chmod(f, files.default_mode())
+            weights = {f.name: files.digest(f)[1] for f in sorted(final.iterdir()) if f.suffix == ".safetensors"}
+            card = {
+                "format": 1,
+                "kind": "cross-encoder",
+                "crag_version": __version__,
+                "base": config.base,
+                "adapter": "lora",
+                "max_length": config.max_length,
+                "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
+                "calibration": {k: v for k, v in calib.to_dict().items()},
+                "validation_by_epoch": history,
+                "best_epoch": best + 1,
+                "data": {
+                    "note": data_note,
+                    "train_questions": len({p.qid for p in train_pairs}),
+                    "train_pairs": len(train_pairs),
+                    "train_positive": sum(p.label for p in train_pairs),
+                    "validation_questions": len({p.qid for p in val_pairs}),
+                    "validation_pairs": len(val_pairs),
+                    "validation_positive": sum(p.label for p in val_pairs),
+                },
+                "settings": asdict(config),
+                "trainable_parameters": trainable,
+                "seconds": round(time.time() - start, 1),
+                "files": weights,
+            }
+            (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+            (final / "README.md").write_text(model_card(card), encoding="utf-8")
+            _replace_folder(final, out)
+        except BaseException:
+            files.remove(final)
+            raise
+    finally:
+        files.remove(work)
+    return card
+
+
+def _warmup(ratio: float) -> dict:
+    """A warm-up over ``ratio`` of the steps: ``warmup_ratio`` (transformers 4) or a float ``warmup_steps`` (5)."""
+    import inspect
+
+    from transformers import TrainingArguments
+
+    params = inspect.signature(TrainingArguments.__init__).parameters
+    return {"warmup_ratio": ratio} if "warmup_ratio" in params else {"warmup_steps": ratio}
+
+
+def _replace_folder(new: Path, out: Path) -> None:
+    """Rename ``new`` to ``out``; an old evaluator at ``out`` is moved aside first and removed after."""
+    from . import files
+
+    old = None
+    if out.exists():
+        if any(out.iterdir()):
+            old = files.temp_dir(out)
+            os.rmdir(old)
+            os.replace(out, old)
+        else:
+            out.rmdir()
+    os.replace(new, out)
+    if old is not None:
+        files.remove(old)
+
+
+def model_card(card: dict) -> str:
+    """The README.md written beside a trained evaluator: data, counts, settings, scores, time."""
+    c = card["calibration"]
+    lines = [
+        "# crag retrieval evaluator",
+        "",
+        f"A cross-encoder made by `crag train-evaluator` (crag {card['crag_version']}): a LoRA adapter "
+        f"and a one-logit head over `{card['base']}`; score = tanh(logit / 2) in [-1, 1].",
+        "Use it with `--evaluator minilm:THIS_FOLDER` (or the folder's path alone).",
+        "",
+        "## Data",
+        "",
+        card["data"]["note"] or "(no note)",
+        "",
+        "| | questions | pairs | positive pairs |",
+        "|---|---|---|---|",
+        f"| training | {card['data']['train_questions']} | {card['data']['train_pairs']} | {card['data']['train_positive']} |",
+        f"| validation | {card['data']['validation_questions']} | {card['data']['validation_pairs']} "
+        f"| {card['data']['validation_positive']} |",
+        "",
+        "## Validation after each epoch",
+        "",
+        "Pair accuracy at score 0 (probability 0.5), pair AUC, action accuracy with thresholds fitted on the "
+        "validation questions (Ambiguous = half right).",
+        "",
+        "| epoch | pair accuracy | AUC | action accuracy | actions |",
+        "|---|---|---|---|---|",
+    ]
+    for i, m in enumerate(card["validation_by_epoch"], 1):
+        mark = " (kept)" if i == card["best_epoch"] else ""
+        lines.append(f"| {i}{mark} | {m['pair_accuracy']} | {m['auc']} | {m['action_accuracy']} | {m['actions']} |")
+    lines += [
+        "",
+        "## Thresholds (calibrated on the validation questions only)",
+        "",
+        f"upper {card['thresholds']['upper']}, lower {card['thresholds']['lower']}, strip filter "
+        f"{card['thresholds']['filter']}; action accuracy {c['action_accuracy']}, actions {c['actions']}, "
+        f"Correct right {c['correct_precision']}, Incorrect right {c['incorrect_precision']}.",
+        "",
+        "## Settings",
+        "",
+        "```json",
+        json.dumps(card["settings"], indent=1),
+        "```",
+        "",
+        f"{card['trainable_parameters']:,} trainable parameters; trained in {card['seconds']} s.",
+        "",
+    ]
+    return "\n".join(lines)

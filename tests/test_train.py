@@ -1,0 +1,187 @@
+"""crag train-evaluator: data from gold answers, labelled pairs or synthetic questions; training; the folder it writes."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from crag_cli.actions import resolve_thresholds
+from crag_cli.cli import app
+from crag_cli.errors import CragError
+from crag_cli.evaluator import MANIFEST, CrossEncoderEvaluator, EvaluatorError, build_evaluator, parse_spec
+from crag_cli.evaltest import auc
+from crag_cli.fakes import FakeGenerator
+from crag_cli.index import BM25Index
+from crag_cli.train import (
+    LabelledPair, TrainConfig, TrainingError, pairs_from_gold, parse_synthetic, read_labelled_pairs,
+    split_by_question, synthetic_pairs, train,
+)  # fmt: skip
+
+
+def toy_pairs(n_questions: int = 12, seed: int = 0) -> list[LabelledPair]:
+    """Separable data: a passage that says 'yes answer here' holds the answer, 'no not here' does not."""
+    rng = random.Random(seed)
+    out = []
+    for q in range(n_questions):
+        question = rng.choice(["what is the capital of france", "who is the painter", "what city was it born in"])
+        for k in range(4):
+            label = int(k == 0 or rng.random() < 0.2)
+            text = "yes answer here " + rng.choice(["paris", "berlin", "river"]) if label else "no not here city"
+            out.append(LabelledPair(f"q{q}", question, text, label))
+    return out
+
+
+def test_split_keeps_each_question_on_one_side_and_is_seeded():
+    pairs = toy_pairs(20)
+    train_part, val_part = split_by_question(pairs, 0.25, seed=3)
+    assert {p.qid for p in train_part}.isdisjoint({p.qid for p in val_part})
+    assert len(train_part) + len(val_part) == len(pairs) and len({p.qid for p in val_part}) == 5
+    assert split_by_question(pairs, 0.25, seed=3) == (train_part, val_part)
+    assert split_by_question(pairs, 0.25, seed=4)[1] != val_part
+    with pytest.raises(TrainingError, match="at least 2 questions"):
+        split_by_question(pairs[:4], 0.5)
+
+
+def test_labelled_pairs_file_reports_bad_lines(tmp_path):
+    f = tmp_path / "pairs.jsonl"
+    f.write_text("\n".join([
+        json.dumps({"question": "Who?", "passage": "Him.", "label": 1}),
+        json.dumps({"question": "Who?", "passage": "Her.", "label": 0}),
+        json.dumps({"question": "Who?", "passage": "x", "label": 2}),
+        "not json",
+        json.dumps({"question": "", "passage": "x", "label": 0}),
+    ]) + "\n")  # fmt: skip
+    got = list(read_labelled_pairs(f))
+    pairs = [g for g in got if isinstance(g, LabelledPair)]
+    errors = [g for g in got if isinstance(g, str)]
+    assert [(p.passage, p.label) for p in pairs] == [("Him.", 1), ("Her.", 0)] and pairs[0].qid == pairs[1].qid
+    assert [e.split(":")[0] for e in errors] == ["line 3", "line 4", "line 5"]
+
+
+def test_gold_labels_are_whole_word_aliases(built_index):
+    index = BM25Index.load(built_index)
+    pairs = pairs_from_gold([("a", "What is the capital of Germany?", ["Berlin"])], index, top_k=3)
+    assert pairs and all(p.qid == "a" for p in pairs)
+    assert all(p.label == int("berlin" in p.passage.lower()) for p in pairs) and any(p.label for p in pairs)
+
+
+def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
+    index = BM25Index.load(built_index)
+    gen = FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin")
+    pairs, counts = synthetic_pairs(index, gen, n=100, top_k=5, seed=0)
+    assert counts["sampled"] == len([p for p in index.passages if len(p.text.split()) >= 20]) or counts["sampled"] > 0
+    assert counts["kept"] == sum(1 for p in pairs if p.label == 1) >= 1
+    assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] == counts["sampled"]
+    positives = [p for p in pairs if p.label]
+    assert all("Berlin" in p.passage for p in positives)
+    assert all("berlin" not in p.passage.lower() for p in pairs if not p.label)  # negatives never hold the answer
+    assert len(gen.messages) == counts["sampled"] and "<passage>" in gen.messages[0][0]["content"]
+
+
+def test_parse_synthetic():
+    assert parse_synthetic("Question: Who painted it?\nAnswer: Anna Example.") == ("Who painted it?", "Anna Example")
+    assert parse_synthetic("I cannot do that.") is None
+    assert parse_synthetic("Question: Who?\nAnswer: " + "word " * 12) is None  # not a short answer
+
+
+def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
+    pairs = toy_pairs(24)
+    train_part, val_part = split_by_question(pairs, 0.25, seed=0)
+    out = tmp_path / "ev"
+    config = TrainConfig(base=str(tiny_bert), epochs=6, batch_size=8, learning_rate=5e-3, max_length=32, lora_r=4)
+    card = train(train_part, val_part, out, config, data_note="toy data", log=lambda m: None)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["thresholds"] == card["thresholds"] and len(card["validation_by_epoch"]) == 6
+    assert 1 <= card["best_epoch"] <= 6 and card["data"]["validation_questions"] == 6
+    assert "Validation after each epoch" in (out / "README.md").read_text()
+    # the thresholds a user gets are the ones calibrated with it
+    th = resolve_thresholds(f"minilm:{out}")
+    assert (th.upper, th.lower, th.filter) == tuple(card["thresholds"][k] for k in ("upper", "lower", "filter"))
+    ev = build_evaluator(f"minilm:{out}")
+    assert isinstance(ev, CrossEncoderEvaluator) and parse_spec(str(out)) == ("trained", out)
+    scores = ev.score([(p.question, p.passage) for p in pairs])
+    assert all(-1 <= s <= 1 for s in scores)
+    assert auc(scores, [bool(p.label) for p in pairs]) > 0.9  # it learned the toy rule
+    # batched equals one by one
+    assert ev.score([(pairs[0].question, pairs[0].passage)])[0] == pytest.approx(scores[0], abs=1e-5)
+    # retraining into the same folder replaces it; nothing else is left beside it
+    train(train_part, val_part, out, TrainConfig(**{**config.__dict__, "epochs": 1}), log=lambda m: None)
+    assert len(json.loads((out / MANIFEST).read_text())["validation_by_epoch"]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev"]
+
+
+def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
+    pairs = toy_pairs(8)
+    out = tmp_path / "ev"
+    train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+          log=lambda m: None)  # fmt: skip
+    weights = out / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    with pytest.raises(EvaluatorError, match="sha256"):
+        build_evaluator(f"minilm:{out}").score([("a", "b")])
+
+
+def test_output_folder_must_be_crags(tmp_path, tiny_bert):
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "chapter1.txt").write_text("precious")
+    pairs = toy_pairs(8)
+    with pytest.raises(CragError, match="not a crag evaluator"):
+        train(*split_by_question(pairs, 0.25), tmp_path / "thesis", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
+    assert (tmp_path / "thesis" / "chapter1.txt").read_text() == "precious"
+    with pytest.raises(TrainingError, match="both positives and negatives"):
+        train([p for p in pairs if p.label], pairs, tmp_path / "new", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
+
+
+CITIES = [("Lyon", "France", "Rhone"), ("Bonn", "Germany", "Rhine"), ("Turin", "Italy", "Po"),
+          ("Seville", "Spain", "Guadalquivir"), ("Porto", "Portugal", "Douro"), ("Ghent", "Belgium", "Scheldt"),
+          ("Utrecht", "Netherlands", "Vecht"), ("Basel", "Switzerland", "Birsig")]  # fmt: skip
+
+
+def test_train_evaluator_command(tiny_bert, tmp_path):
+    from crag_cli.index import build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, (city, country, river) in enumerate(CITIES):
+        twin = CITIES[(i + 1) % len(CITIES)][0]
+        (docs / f"{city}.txt").write_text(f"{city} is a city in {country}. The city lies on the river {river}. "
+                                          f"It is a twin town of {twin}.")  # fmt: skip
+    built_index = tmp_path / "index"
+    build_index(docs, built_index)
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps({"question": f"Which river does the city of {c} lie on?", "answers": [r]})
+                            for c, _, r in CITIES) + "\n")  # fmt: skip
+    out = tmp_path / "ev"
+    r = CliRunner().invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--out", str(out),
+                                 "--base", str(tiny_bert), "--epochs", "1", "--validation", "0.5", "-k", "4",
+                                 "--train-max-length", "48"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert f"--evaluator minilm:{out}" in r.stdout
+    card = json.loads((out / MANIFEST).read_text())
+    assert card["settings"]["max_length"] == 48 and card["settings"]["epochs"] == 1
+    assert card["data"]["train_questions"] == 4 and card["data"]["validation_questions"] == 4
+    r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(built_index), "--evaluator",
+                                 f"minilm:{out}", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["thresholds"]["upper"] == card["thresholds"]["upper"]
+
+
+def test_train_evaluator_command_errors(built_index, tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["train-evaluator", "--index", str(built_index)])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "give training data" in r.stderr
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "Q?", "answers": ["A"]}) + "\n")
+    r = runner.invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--out", str(afile)])
+    assert r.exit_code == 1 and "is a file" in r.stderr and afile.read_text() == "mine"
+    r = runner.invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--base", str(tmp_path / "no")])
+    assert r.exit_code == 1 and "no such model folder" in r.stderr
+    with pytest.raises(EvaluatorError, match="holds no trained evaluator"):
+        parse_spec(f"minilm:{tmp_path}")
