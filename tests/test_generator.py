@@ -97,7 +97,7 @@ def test_a_missing_extra_is_one_line_naming_the_install_command_before_anything_
     r = CliRunner().invoke(app, ["ask", "What?", "--index", str(built_index), "--model", "qwen2.5-coder-1.5b"])
     assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.stderr
     assert "qwen2.5-coder-1.5b (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) is not installed" in r.stderr
-    assert "22 of its packages are missing" in r.stderr and "pip install 'crag-cli[models-1.5b]'" in r.stderr
+    assert "22 of its packages are missing" in r.stderr and "pip install 'crag-cli[models-1-5b]'" in r.stderr
     assert not loaded  # checked before the index (or any model) loads
     with pytest.raises(ModelError, match="not installed"):
         resolve_model("qwen2.5-coder-1.5b")
@@ -107,7 +107,7 @@ def test_the_15b_parts_when_installed():
     from crag_cli.models import QWEN_15B
 
     if QWEN_15B.missing_packages():
-        pytest.skip("the models-1.5b extra is not installed")
+        pytest.skip("the models-1-5b extra is not installed")
     parts = model_parts(QWEN_15B)
     assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 23)]
     assert sum(p.stat().st_size for p in parts) == QWEN_15B.size == 1_117_320_768
