@@ -663,6 +663,9 @@ def train_evaluator(
     lora_r: Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")] = TrainConfig.lora_r,
     validation: Annotated[float, typer.Option(min=0.01, max=0.9, help="Share of questions held out to pick the best epoch and calibrate the thresholds.")] = TrainConfig.validation,
     train_seed: Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")] = TrainConfig.seed,
+    topic_guard: Annotated[
+        bool, typer.Option("--topic-guard/--no-topic-guard", help="Store a topic guard: passages the base encoder's cosine finds on topic are never discarded (encoder bases only).")
+    ] = TrainConfig.topic_guard,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")] = None,
 ) -> None:
     """Train a retrieval evaluator (a cross-encoder with a LoRA adapter) on gold answers, labelled pairs or synthetic questions."""
@@ -700,7 +703,7 @@ def train_evaluator(
     config = TrainConfig(
         base=base_name, epochs=epochs, batch_size=train_batch_size, learning_rate=learning_rate,
         max_length=train_max_length, lora_r=lora_r, lora_alpha=2 * lora_r, validation=validation, seed=train_seed,
-        threads=settings.threads, strip_mode=settings.strip_mode,
+        threads=settings.threads, strip_mode=settings.strip_mode, topic_guard=topic_guard,
     )  # fmt: skip
     data: list[LabelledPair] = []
     notes: list[str] = []

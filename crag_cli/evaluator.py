@@ -11,7 +11,8 @@ Three real evaluators:
   questions, sha256 of each weights file, checked before load) and a LoRA
   adapter over its base. The embedded default is such an adapter over the
   embedded all-MiniLM-L6-v2, shipped inside this package
-  (``crag_cli/evaluators/minilm-popqa``).
+  (``crag_cli/evaluators/minilm-popqa``). A trained evaluator may carry a
+  *topic guard* (see :class:`CrossEncoderEvaluator`).
 * :class:`T5Evaluator` (``t5:PATH``) loads a local ``T5ForSequenceClassification``
   checkpoint with one label, such as the evaluator released with CRAG. Input
   ``"{question} [SEP] {passage}"``; the raw logit is the score, clipped to
@@ -404,6 +405,17 @@ def logit_to_score(z: float) -> float:
 class CrossEncoderEvaluator:
     """A cross-encoder trained by ``crag train-evaluator``: a LoRA adapter and head over a base encoder.
 
+    A cross-encoder fitted to one collection judges answers well there but can
+    underrate every passage of a domain it never saw (trained on PopQA's entity
+    questions, it scores the Python reference's "pass is a null operation" low
+    for "What does the pass statement do?"). The *topic guard* stored with it
+    (``topic_guard: {"cosine": c, "score": s}``) keeps such passages from being
+    discarded: a pair whose embedding cosine (the base encoder, mean-pooled)
+    reaches ``c`` scores at least ``s``, the evaluator's calibrated lower
+    threshold. The cosine alone can thus turn Incorrect into Ambiguous but never
+    make anything Correct (``s`` < upper); ``c`` is the cosine's own
+    Correct-precision threshold on the validation questions.
+
     Parameters
     ----------
     path : str or Path
@@ -426,6 +438,8 @@ class CrossEncoderEvaluator:
         self._model = None
         self._tokenizer = None
         self._t5 = False
+        self._guard: dict | None = None
+        self._cosine: MiniLMEvaluator | None = None
         self.forward_passes = 0
 
     def load(self) -> None:
@@ -445,7 +459,13 @@ class CrossEncoderEvaluator:
             raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
         self.max_length = min(self.max_length, int(manifest["max_length"]))
         self._tokenizer, self._model, self._t5 = tokenizer, model.eval(), is_t5(model)
+        self.set_guard(manifest.get("topic_guard"), manifest["base"])
         torch.set_grad_enabled(False)
+
+    def set_guard(self, guard: dict | None, base: str) -> None:
+        """Use a topic guard (``{"cosine": c, "score": s}``) with the base encoder's cosine, or none."""
+        self._guard = guard
+        self._cosine = MiniLMEvaluator(base_path(base), batch_size=self.batch_size) if guard else None
 
     def logits(self, pairs: Sequence[Pair]) -> list[float]:
         """The raw logit of every pair, in input order."""
@@ -466,4 +486,9 @@ class CrossEncoderEvaluator:
         return out
 
     def score(self, pairs: Sequence[Pair]) -> list[float]:
-        return [logit_to_score(z) for z in self.logits(pairs)]
+        scores = [logit_to_score(z) for z in self.logits(pairs)]
+        if self._guard and pairs:
+            floor, cut = float(self._guard["score"]), float(self._guard["cosine"])
+            cosines = self._cosine.score(pairs)
+            scores = [max(s, floor) if c >= cut else s for s, c in zip(scores, cosines)]
+        return scores

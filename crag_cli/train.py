@@ -80,6 +80,7 @@ class TrainConfig:
     incorrect_precision: float = 0.8
     strip_recall: float = 0.9
     strip_mode: str = "excerption"
+    topic_guard: bool = True
 
 
 # ----------------------------------------------------------------------------- data
@@ -365,12 +366,19 @@ def train(
         CrossEncoderEvaluator.__init__(scorer, work, batch_size=64, max_length=config.max_length)
         scorer._tokenizer, scorer._model, scorer._t5 = tokenizer, model, t5
         torch.set_grad_enabled(False)
-        val_scores = scorer.score([(p.question, p.passage) for p in val_pairs])
+        val_input = [(p.question, p.passage) for p in val_pairs]
+        val_scores = scorer.score(val_input)
         strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
         strip_scores = scorer.score([(p.question, s) for p, s in strips])
         calib = calibrate(question_items(val_pairs, val_scores), strip_scores,
                           [p.label == 1 and p.strip_holds(s) for p, s in strips],
                           config.correct_precision, config.incorrect_precision, config.strip_recall)  # fmt: skip
+        guard = None
+        if config.topic_guard and not t5:
+            guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
+            log(f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; " + guard_report["note"])
+            calib.notes.append(guard_report["note"])
+            calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
         final = files.temp_dir(out)
         try:
             model.save_pretrained(str(final), safe_serialization=True)
@@ -385,6 +393,7 @@ def train(
                 "adapter": "lora",
                 "max_length": config.max_length,
                 "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
+                "topic_guard": guard,
                 "calibration": {k: v for k, v in calib.to_dict().items()},
                 "validation_by_epoch": history,
                 "best_epoch": best + 1,
@@ -411,6 +420,30 @@ def train(
     finally:
         files.remove(work)
     return card
+
+
+def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: dict) -> tuple[dict, dict]:
+    """The topic guard of a trained evaluator, fitted on the validation questions.
+
+    Its cosine cut is where the base encoder's cosine, used alone as an
+    evaluator, would fire Correct (``choose_action_thresholds``' upper on the
+    validation questions); a pair at or above it scores at least the calibrated
+    ``lower``. Returns the guard and how the validation questions fare with it.
+    """
+    from .evaluator import MiniLMEvaluator, base_path
+
+    cosine = MiniLMEvaluator(base_path(base), batch_size=64)
+    cos_scores = cosine.score(val_input)
+    cut, _, _ = choose_action_thresholds(question_items(val_pairs, cos_scores), **precision)
+    guard = {"cosine": cut, "score": calib.lower}
+    raw = [s for s in scorer.score(val_input)]
+    guarded = [max(s, calib.lower) if c >= cut else s for s, c in zip(raw, cos_scores)]
+    items_raw, items_guarded = question_items(val_pairs, raw), question_items(val_pairs, guarded)
+    acc_raw, counts_raw = action_accuracy(items_raw, calib.upper, calib.lower)
+    acc, counts = action_accuracy(items_guarded, calib.upper, calib.lower)
+    note = (f"validation action accuracy {acc:.4f} {counts} with the topic guard, {acc_raw:.4f} {counts_raw} "
+            "without")  # fmt: skip
+    return guard, {"action_accuracy": round(acc, 4), "actions": counts, "note": note}
 
 
 def _warmup(ratio: float) -> dict:
@@ -478,6 +511,14 @@ def model_card(card: dict) -> str:
         f"upper {card['thresholds']['upper']}, lower {card['thresholds']['lower']}, strip filter "
         f"{card['thresholds']['filter']}; action accuracy {c['action_accuracy']}, actions {c['actions']}, "
         f"Correct right {c['correct_precision']}, Incorrect right {c['incorrect_precision']}.",
+        "",
+        "Topic guard: " + (
+            f"a pair whose base-encoder cosine reaches {card['topic_guard']['cosine']} scores at least "
+            f"{card['topic_guard']['score']} (the lower threshold): on-topic passages are never discarded."
+            if card.get("topic_guard") else "none."
+        ),
+        "",
+        *[f"- {note}" for note in c.get("notes", [])],
         "",
         "## Settings",
         "",

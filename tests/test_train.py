@@ -185,3 +185,22 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
     assert r.exit_code == 1 and "no such model folder" in r.stderr
     with pytest.raises(EvaluatorError, match="holds no trained evaluator"):
         parse_spec(f"minilm:{tmp_path}")
+
+
+def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert, tmp_path):
+    pairs = toy_pairs(8)
+    out = tmp_path / "ev"
+    card = train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32,
+                                                                    lora_r=2), log=lambda m: None)  # fmt: skip
+    assert card["topic_guard"]["score"] == card["thresholds"]["lower"]
+    ev = build_evaluator(f"minilm:{out}")
+    inputs = [(p.question, p.passage) for p in pairs]
+    raw = [s for s in CrossEncoderEvaluator(out).logits(inputs)]
+    ev.load()
+    ev.set_guard({"cosine": -1.0, "score": 0.25}, card["base"])  # every pair is "on topic"
+    assert all(s >= 0.25 for s in ev.score(inputs))
+    ev.set_guard({"cosine": 1.01, "score": 0.25}, card["base"])  # none is
+    from crag_cli.evaluator import logit_to_score
+
+    assert ev.score(inputs) == pytest.approx([logit_to_score(z) for z in raw], abs=1e-5)
+
