@@ -382,6 +382,11 @@ def train(
         final = files.temp_dir(out)
         try:
             model.save_pretrained(str(final), safe_serialization=True)
+            adapter_config = final / "adapter_config.json"  # name the base as crag does, not this machine's path
+            if adapter_config.is_file():
+                cfg = json.loads(adapter_config.read_text(encoding="utf-8"))
+                cfg["base_model_name_or_path"] = config.base
+                adapter_config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             for f in final.iterdir():
                 os.chmod(f, files.default_mode())
             weights = {f.name: files.digest(f)[1] for f in sorted(final.iterdir()) if f.suffix == ".safetensors"}

@@ -97,6 +97,7 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     assert manifest["thresholds"] == card["thresholds"] and len(card["validation_by_epoch"]) == 6
     assert 1 <= card["best_epoch"] <= 6 and card["data"]["validation_questions"] == 6
     assert "Validation after each epoch" in (out / "README.md").read_text()
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == str(tiny_bert)
     # the thresholds a user gets are the ones calibrated with it
     th = resolve_thresholds(f"minilm:{out}")
     assert (th.upper, th.lower, th.filter) == tuple(card["thresholds"][k] for k in ("upper", "lower", "filter"))
