@@ -36,8 +36,11 @@ share of questions whose knowledge holds a gold answer (an upper bound for a
 perfect reader), and, among questions that used the web, the share whose kept
 web strips hold one. ``--sample N`` takes N questions spread over the file
 (every len/N-th: the question files are sorted by relation).
-When ``rag`` is among the modes, every other mode is paired with it on the same
-questions (``vs_rag``: accuracy difference, 95% interval, exact McNemar p).
+Every mode other than plain RAG is paired with each plain-RAG mode run beside
+it (``rag``, ``rag-k3``, ``rag-k5``) on the same questions (``vs``: accuracy
+difference, 95% interval, exact McNemar p). The web-only questions
+(``answer_in_web`` and not ``answer_in_local`` in the question file) get their
+own line: how many were sent to the web and how many were answered.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     right_word = right_substring = 0
     relations: dict[str, list[int]] = {}  # relation -> [knowledge holds, of those answered]
     grounded = [r["grounded"] for r in records if r.get("grounded") is not None]
+    web_only = [0, 0, 0]  # answer in the web, not in the local passages: questions, sent to the web, answered
     for r in records:
         gold = questions[r["id"]]["answers"]
         answer = r.get("answer") or ""
@@ -111,9 +115,15 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
             rel = relations.setdefault(questions[r["id"]].get("prop", "?"), [0, 0])
             rel[0] += 1
             rel[1] += answered
-        if ext and ext.get("backend") != "none":
+        went_to_web = bool(ext) and ext.get("backend") != "none"
+        if went_to_web:
             web_used += 1
             web_holds += any(holds_answer(t, gold) for t in web_texts)
+        q = questions[r["id"]]
+        if q.get("answer_in_web") and not q.get("answer_in_local"):
+            web_only[0] += 1
+            web_only[1] += went_to_web
+            web_only[2] += answered
         action = r.get("action")
         if action:
             actions[action] = actions.get(action, 0) + 1
@@ -138,6 +148,7 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "knowledge_holds_answer": round(knowledge_holds / n, 4) if n else None,
         "web_used": web_used,
         "web_strips_hold_answer": round(web_holds / web_used, 4) if web_used else None,
+        "web_only": {"n": web_only[0], "to_web": web_only[1], "answered": web_only[2]},
         "errors": sum(bool(r.get("error")) for r in records),
     }
 
@@ -177,18 +188,32 @@ def paired(records: list[dict], baseline: list[dict]) -> dict:
 
 
 def paired_table(results: dict) -> str:
-    """Markdown lines for the modes that carry a ``vs_rag`` comparison (empty when none does)."""
-    rows = [(mode, m["vs_rag"]) for mode, m in results.items() if m.get("vs_rag", {}).get("n")]
+    """Markdown lines for the modes paired with a plain-RAG baseline (empty when none is)."""
+    rows = [(mode, base, v) for mode, m in results.items()
+            for base, v in (m.get("vs") or ({"rag": m["vs_rag"]} if "vs_rag" in m else {})).items() if v.get("n")]
     if not rows:
         return ""
-    lines = ["", "Paired with `rag` on the same questions:", "",
-             "| mode | n | accuracy − rag | 95% CI | right only here | right only with rag | McNemar p |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for mode, v in rows:
+    lines = ["", "Paired with plain RAG on the same questions:", "",
+             "| mode | baseline | n | accuracy − baseline | 95% CI | right only here | right only with baseline | McNemar p |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for mode, base, v in rows:
         lines.append(
-            f"| {mode} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
+            f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
             f"{v['ci95'][1] * 100:+.1f} | {v['only_mode']} | {v['only_baseline']} | {v['p_value']:.3g} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def web_only_table(results: dict) -> str:
+    """The questions only the web can answer (gold answer in the web, not in the local passages)."""
+    rows = [(mode, m["web_only"]) for mode, m in results.items() if (m.get("web_only") or {}).get("n")]
+    if not rows:
+        return ""
+    lines = ["", "Web-only questions (`answer_in_web` and not `answer_in_local`):", "",
+             "| mode | n | sent to the web | answered |", "|---|---|---|---|"]
+    for mode, w in rows:
+        lines.append(f"| {mode} | {w['n']} | {w['to_web']} ({w['to_web'] / w['n']:.0%}) | "
+                     f"{w['answered']} ({w['answered'] / w['n']:.0%}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -206,7 +231,7 @@ def table(results: dict) -> str:
             f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
-    return "\n".join(lines) + "\n" + paired_table(results) + relation_table(results)
+    return "\n".join(lines) + "\n" + paired_table(results) + web_only_table(results) + relation_table(results)
 
 
 def relation_table(results: dict) -> str:
@@ -325,10 +350,10 @@ def main() -> None:
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)
     finally:
         server.shutdown()
-    if "rag" in records_of:
-        for mode, records in records_of.items():
-            if mode != "rag":
-                results[mode]["vs_rag"] = paired(records, records_of["rag"])
+    baselines = [m for m in records_of if MODES[m][:2] == ["--mode", "rag"]]
+    for mode, records in records_of.items():
+        if mode not in baselines and baselines:
+            results[mode]["vs"] = {b: paired(records, records_of[b]) for b in baselines}
     merged = {**{k: v for k, v in previous.items() if k not in results}, **results}
     (out / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
     (out / "results.md").write_text(table(merged))

@@ -38,8 +38,9 @@ def test_standin_is_a_searxng_api_with_html_pages(tmp_path):
 
 
 def test_summarise_metrics():
-    questions = {"a": {"answers": ["paris"], "prop": "capital"}, "b": {"answers": ["rome"], "prop": "capital"},
-                 "c": {"answers": ["oslo", "pol"], "prop": "city"}}  # fmt: skip
+    questions = {"a": {"answers": ["paris"], "prop": "capital"},
+                 "b": {"answers": ["rome"], "prop": "capital", "answer_in_web": True, "answer_in_local": False},
+                 "c": {"answers": ["oslo", "pol"], "prop": "city", "answer_in_web": True, "answer_in_local": False}}  # fmt: skip
     passages = {"p1": "Paris is in France", "p2": "Nothing here"}
     records = [
         {"id": "a", "action": "correct", "answer": "Paris.", "prompt_tokens": 100, "scores": [{"id": "p1"}],
@@ -63,6 +64,8 @@ def test_summarise_metrics():
     assert m["seconds_per_question"] == round(4.0 / 3, 3) and m["errors"] == 1
     assert m["knowledge_holds_answer"] == round(2 / 3, 4)
     assert m["web_used"] == 1 and m["web_strips_hold_answer"] == 1.0
+    assert m["web_only"] == {"n": 2, "to_web": 1, "answered": 0}  # b went to the web but answered Milan; c never did
+    assert "| crag | 2 | 1 (50%) | 0 (0%) |" in popqa.table({"crag": m})
     assert "| crag | 3 | 33.3% | 66.7% | 50.0% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
     assert "| crag | 1/2 |" in popqa.table({"crag": m})  # per relation
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
@@ -103,7 +106,9 @@ def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     assert lo < 5 / 12 < hi and 0 < lo  # clearly better here
     same = popqa.paired(rag, rag)
     assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ci95"] == [0.0, 0.0]
-    assert "| crag | 12 | +41.7 pts |" in popqa.paired_table({"crag": {"vs_rag": v}})
+    assert "| crag | rag | 12 | +41.7 pts |" in popqa.paired_table({"crag": {"vs_rag": v}})  # an older results.json
+    both = popqa.paired_table({"crag": {"vs": {"rag-k3": v, "rag": same}}})
+    assert "| crag | rag-k3 | 12 | +41.7 pts |" in both and "| crag | rag | 12 | +0.0 pts |" in both
     assert popqa.paired_table({"rag": {}}) == ""
 
 
