@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from . import __version__, files
 from .errors import CragError
@@ -379,10 +379,122 @@ def answer(pipeline, q: QuestionLine, mode: str) -> dict:
         return error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
 
 
+# --------------------------------------------------------------------------- who answers: this process or workers
+
+Answered = tuple  # (record, seconds it took)
+
+
+class Answerer(Protocol):
+    """Turns questions into records, in the order given (lazily: one is asked for at a time)."""
+
+    def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]: ...
+
+
+@dataclass
+class InProcess:
+    """Answers with one pipeline in this process, one question after another."""
+
+    pipeline: Any
+    mode: str
+
+    def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
+        for q in questions:
+            t0 = time.perf_counter()
+            rec = answer(self.pipeline, q, self.mode)
+            yield rec, time.perf_counter() - t0
+
+
+def split_threads(threads: int | None, workers: int) -> int:
+    """Generation threads for each of ``workers`` processes sharing ``threads`` (default: all cores).
+
+    Parameters
+    ----------
+    threads : int or None
+        The total (``--threads``); ``None`` means every core of this machine.
+    workers : int
+        Processes that share them.
+
+    Returns
+    -------
+    int
+        ``threads // workers``, at least 1.
+    """
+    total = threads or os.cpu_count() or 1
+    return max(1, total // workers)
+
+
+_worker: dict[str, Any] = {}  # in a worker process: its pipeline and mode, or why it could not start
+
+
+def _worker_start(settings, mode: str) -> None:
+    """A worker's initializer: build the pipeline and load its models once (an error is kept, not raised)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    try:
+        import torch
+
+        torch.set_num_threads(settings.threads)  # the evaluator's share of the cores too
+        from . import build
+
+        pipe = build.pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
+        load_models(pipe, mode)
+        _worker.update(pipeline=pipe, mode=mode)
+    except Exception as exc:  # multiprocessing would restart a failing initializer for ever
+        _worker["error"] = str(exc) if isinstance(exc, CragError) else f"a worker could not start: {type(exc).__name__}: {exc}"
+
+
+def _worker_answer(q: QuestionLine) -> Answered:
+    if "error" in _worker:
+        raise CragError(_worker["error"])
+    t0 = time.perf_counter()
+    rec = answer(_worker["pipeline"], q, _worker["mode"])
+    return rec, time.perf_counter() - t0
+
+
+@dataclass
+class WorkerPool:
+    """Answers with ``workers`` processes, each building its own pipeline from ``settings`` once.
+
+    The generation threads (``settings.threads``, default all cores) are split
+    evenly between the workers (:func:`split_threads`), and the evaluator of
+    each worker uses the same share. Records come back in input order (those
+    finished early wait), so the output is the sequential run's. Processes are
+    spawned, not forked (the models' thread pools do not survive a fork); on
+    an exception or Ctrl-C in the parent the workers are terminated and the
+    questions in flight are abandoned.
+    """
+
+    settings: Any
+    mode: str
+    workers: int
+
+    def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
+        import multiprocessing
+
+        share = self.settings.model_copy(update={"threads": split_threads(self.settings.threads, self.workers)})
+        pool = multiprocessing.get_context("spawn").Pool(self.workers, _worker_start, (share, self.mode))
+        try:
+            yield from pool.imap(_worker_answer, questions, chunksize=1)
+            pool.close()
+        finally:
+            pool.terminate()
+            pool.join()
+
+
+def load_models(pipeline, mode: str) -> None:
+    """Load the models a mode uses now, so that no question's timings include loading one."""
+    if pipeline.generator is not None:
+        pipeline.generator.load()
+    if mode in ("crag", "rag+web"):
+        pipeline.evaluator.load()
+        if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:
+            pipeline.web.generator.load()
+
+
 def run_batch(
-    pipeline,
+    answerer: Answerer,
     lines: Sequence[QuestionLine],
-    mode: str,
     output: BatchOutput | None,
     done: Sequence[dict] = (),
     retry_errors: bool = False,
@@ -392,23 +504,26 @@ def run_batch(
     """Answer ``lines`` in order; records to ``output`` (or ``stream``, default stdout).
 
     Records in ``done`` (an earlier run's) are kept, except error records when
-    ``retry_errors``. ``KeyboardInterrupt`` leaves the partial file whole (and the
-    manifest incomplete) and propagates.
+    ``retry_errors``; the rest go to ``answerer`` (:class:`InProcess` or
+    :class:`WorkerPool`), whose records are written in input order.
+    ``KeyboardInterrupt`` leaves the partial file whole (and the manifest
+    incomplete) and propagates.
     """
     summary = Summary()
     stream = stream or sys.stdout
     finished = False
+    keep = [i < len(done) and not (retry_errors and done[i].get("error")) for i in range(len(lines))]
+    answers = answerer(q for q, kept in zip(lines, keep) if not kept)
     try:
         for i, q in enumerate(lines):
-            if i < len(done) and not (retry_errors and done[i].get("error")):
+            if keep[i]:
                 rec = done[i]
                 if output is not None:
                     output.keep(i, rec)
             else:
-                t0 = time.perf_counter()
-                rec = answer(pipeline, q, mode)
+                rec, seconds = next(answers)
                 summary.answered_now += 1
-                summary.seconds += time.perf_counter() - t0
+                summary.seconds += seconds
                 if output is not None:
                     output.write(i, rec)
                 else:
@@ -419,6 +534,7 @@ def run_batch(
                 on_record(rec, summary)
         finished = True
     finally:
+        answers.close()  # stops the workers of a pool
         if output is not None:
             output.close(finished, summary.to_dict() if finished else None)
     return summary

@@ -432,6 +432,14 @@ def batch(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=64,
+            help="Worker processes, each loading the models once; --threads (default: all cores) is split "
+            "between them. Records stay in input order.",
+        ),
+    ] = 1,
 ) -> None:
     """Answer every question of a JSONL file; one result record per input line, in input order.
 
@@ -442,7 +450,7 @@ def batch(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .batch import BatchOutput, run_batch, run_identity
+    from .batch import BatchOutput, InProcess, WorkerPool, load_models, run_batch, run_identity, split_threads
     from .pipeline import MODES
     from .records import read_questions
 
@@ -486,15 +494,17 @@ def batch(
                   + (f"; redoing {redo} error record(s)" if redo else ""), markup=False)  # fmt: skip
     if not todo:
         err.print(f"nothing to do: {output} holds a record for every line", markup=False)
-    try:
-        if todo:
-            pipe.generator.load()
-        if todo and mode in ("crag", "rag+web"):
-            pipe.evaluator.load()  # so that no question's timings include loading a model
-            if pipe.web is not None and getattr(pipe.web, "generator", None) is not None:
-                pipe.web.generator.load()
-    except CragError as exc:
-        fail(str(exc))
+    if workers > 1:
+        answerer = WorkerPool(settings, mode, workers)  # each worker loads the models itself
+        err.print(f"batch: {workers} workers, {split_threads(settings.threads, workers)} generation thread(s) each",
+                  markup=False)  # fmt: skip
+    else:
+        answerer = InProcess(pipe, mode)
+        try:
+            if todo:
+                load_models(pipe, mode)  # so that no question's timings include loading a model
+        except CragError as exc:
+            fail(str(exc))
     if out is not None:
         try:
             out.open(identity, done, lines)
@@ -510,11 +520,18 @@ def batch(
             acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
             progress.update(bar, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
             if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == len(lines)):
-                rate = (time.perf_counter() - start) / summary.answered_now
-                err.print(f"batch: {summary.total}/{len(lines)}{acc}, {rate:.2f} s/question", markup=False)
+                elapsed = time.perf_counter() - start
+                rate = summary.answered_now / elapsed if elapsed > 0 else 0.0
+                eta = (len(lines) - summary.total) / rate if rate else 0.0
+                errors = f", {summary.errors} error(s)" if summary.errors else ""
+                err.print(f"batch: {summary.total}/{len(lines)}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
+                          f"s/question, {rate:.3f} questions/s, ETA {eta:.0f} s", markup=False)  # fmt: skip
 
         try:
-            summary = run_batch(pipe, lines, mode, out, done, retry_errors, on_record=on_record)
+            summary = run_batch(answerer, lines, out, done, retry_errors, on_record=on_record)
+        except CragError as exc:  # a worker could not load its models: the partial file keeps what was written
+            progress.stop()
+            fail(str(exc))
         except OSError as exc:  # the disk filled up, the folder went away: the partial file keeps what was written
             progress.stop()
             fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
