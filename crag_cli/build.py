@@ -17,7 +17,11 @@ def thresholds(settings: Settings) -> Thresholds:
 
 
 def evaluator(settings: Settings) -> Evaluator:
-    return build_evaluator(settings.evaluator, settings.batch_size, settings.max_length)
+    ev = build_evaluator(settings.evaluator, settings.batch_size, settings.max_length)
+    if hasattr(ev, "use_thresholds"):  # a trained evaluator's topic guard follows the thresholds in force
+        th = thresholds(settings)
+        ev.use_thresholds(th.upper, th.lower)
+    return ev
 
 
 def generator(settings: Settings) -> LlamaGenerator:

@@ -663,7 +663,7 @@ def train_evaluator(
     questions: Annotated[
         Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to (new, empty, or one crag trained).")] = Path("crag-evaluator"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.")] = Path("crag-evaluator"),
     pairs: Annotated[
         Optional[Path], typer.Option("--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1.")
     ] = None,
@@ -693,13 +693,16 @@ def train_evaluator(
 
     if questions is None and pairs is None and synthetic is None:
         fail("give training data: QUESTIONS.jsonl with gold answers, --pairs FILE, or --synthetic N")
+    if limit is not None and questions is None:
+        fail("--limit counts gold questions: give QUESTIONS.jsonl")
     for path in (questions, pairs):
         if path is not None:
             _input_file(path)
             if str(path) == "-":
                 fail("training data must be a file, not standard input")
     try:
-        check_output_folder(out)
+        base_folder = None if base == "minilm" else Path(base.partition(":")[2] if base.startswith("t5:") else base)
+        check_output_folder(out, [x for x in (questions, pairs, settings.index, base_folder) if x is not None])
         for path in (questions, pairs):
             if path is not None:
                 from .files import refuse_input
@@ -722,6 +725,15 @@ def train_evaluator(
         max_length=train_max_length, lora_r=lora_r, lora_alpha=2 * lora_r, validation=validation, seed=train_seed,
         threads=settings.threads, strip_mode=settings.strip_mode, topic_guard=topic_guard,
     )  # fmt: skip
+    gen = None
+    if synthetic is not None:  # the generator is checked before the index or any model loads
+        try:
+            from .generator import check_model
+
+            check_model(settings.model)
+            gen = builder.generator(settings)
+        except CragError as exc:
+            fail(str(exc))
     data: list[LabelledPair] = []
     notes: list[str] = []
     index = None
@@ -749,9 +761,6 @@ def train_evaluator(
         data += got
         notes.append(f"{len(got)} labelled pairs of {pairs.name}")
     if synthetic is not None:
-        if not settings.model:
-            fail("--synthetic needs a generator (--model)")
-        gen = builder.generator(settings)
         err.print(f"writing questions for {synthetic} passages with {settings.model}", markup=False)
         try:
             got, counts = synthetic_pairs(

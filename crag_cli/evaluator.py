@@ -326,10 +326,17 @@ def read_trained(path: Path) -> dict:
         raise EvaluatorError(f"{path} holds no trained evaluator ({MANIFEST} is missing)") from None
     except (OSError, ValueError) as exc:
         raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: not a JSON object")
     missing = [k for k in ("format", "base", "thresholds", "files", "max_length") if k not in manifest]
-    if not isinstance(manifest, dict) or missing:
+    if missing:
         raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: missing {', '.join(missing)}")
+    if not isinstance(manifest["files"], dict) or not manifest["files"]:
+        raise EvaluatorError(f"corrupt evaluator manifest {path / MANIFEST}: 'files' lists no weights to check")
     return manifest
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
 def trained_thresholds(spec: str) -> dict | None:
@@ -352,6 +359,9 @@ def verify_files(path: Path, manifest: dict) -> None:
     files = manifest["files"]
     if Path(path).resolve() == EMBEDDED_EVALUATOR.resolve():
         files = {**files, "adapter_model.safetensors": EMBEDDED_ADAPTER_SHA256}
+    unlisted = sorted(f.name for f in Path(path).iterdir() if f.suffix in WEIGHT_SUFFIXES and f.name not in files)
+    if unlisted:  # a weights file nothing pins could be loaded in place of the checked one
+        raise EvaluatorError(f"trained evaluator {path}: {unlisted[0]} is not in its manifest: refusing to load it")
     for name, sha in files.items():
         got = digest(Path(path) / name)
         if got is None:
@@ -411,10 +421,11 @@ class CrossEncoderEvaluator:
     for "What does the pass statement do?"). The *topic guard* stored with it
     (``topic_guard: {"cosine": c, "score": s}``) keeps such passages from being
     discarded: a pair whose embedding cosine (the base encoder, mean-pooled)
-    reaches ``c`` scores at least ``s``, the evaluator's calibrated lower
-    threshold. The cosine alone can thus turn Incorrect into Ambiguous but never
-    make anything Correct (``s`` < upper); ``c`` is the cosine's own
-    Correct-precision threshold on the validation questions.
+    reaches ``c`` scores at least the lower threshold in force (the calibrated
+    ``s`` unless :meth:`use_thresholds` says otherwise). The cosine alone can
+    thus turn Incorrect into Ambiguous but never make anything Correct: with a
+    lower threshold at or above the upper one the guard is off. ``c`` is the
+    cosine's own Correct-precision threshold on the validation questions.
 
     Parameters
     ----------
@@ -440,7 +451,23 @@ class CrossEncoderEvaluator:
         self._t5 = False
         self._guard: dict | None = None
         self._cosine: MiniLMEvaluator | None = None
+        self._in_force: tuple[float, float] | None = None  # (upper, lower) the actions are decided with
         self.forward_passes = 0
+
+    def use_thresholds(self, upper: float, lower: float) -> None:
+        """Tell the guard the thresholds in force (default: the ones stored with the evaluator)."""
+        self._in_force = (float(upper), float(lower))
+
+    def guard_floor(self) -> float | None:
+        """The score the topic guard lifts an on-topic pair to: the lower threshold in force, or ``None`` (off)."""
+        if not self._guard:
+            return None
+        if self._in_force is None:
+            stored = read_trained(self.path)["thresholds"]
+            upper, lower = float(stored["upper"]), float(self._guard["score"])
+        else:
+            upper, lower = self._in_force
+        return lower if lower < upper else None  # lifting to a floor at or above upper would make it Correct
 
     def load(self) -> None:
         """Check the weights' sha256, then load base + adapter, merged (it is otherwise loaded on the first score)."""
@@ -487,8 +514,9 @@ class CrossEncoderEvaluator:
 
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         scores = [logit_to_score(z) for z in self.logits(pairs)]
-        if self._guard and pairs:
-            floor, cut = float(self._guard["score"]), float(self._guard["cosine"])
+        floor = self.guard_floor()
+        if floor is not None and pairs:
+            cut = float(self._guard["cosine"])
             cosines = self._cosine.score(pairs)
             scores = [max(s, floor) if c >= cut else s for s, c in zip(scores, cosines)]
         return scores

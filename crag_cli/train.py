@@ -39,6 +39,7 @@ from .evaltest import auc
 from .evaluator import (
     EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, read_trained,
 )  # fmt: skip
+from .index import is_crag_index
 from .match import contains_phrase, holds_answer
 
 
@@ -134,7 +135,14 @@ def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
             if y not in (0, 1) or isinstance(y, float) and y not in (0.0, 1.0):
                 yield f"line {lineno}: 'label' must be 0 or 1"
                 continue
-            yield LabelledPair(str(obj.get("qid", q.strip())), q.strip(), p, int(y))
+            qid = obj.get("qid")
+            key = str(qid) if qid is not None and str(qid).strip() else question_key(q)
+            yield LabelledPair(f"pairs:{key}", q.strip(), p, int(y))  # never the same id as a gold question's
+
+
+def question_key(question: str) -> str:
+    """A question's text folded (case, runs of white space), so that one question asked twice is one question."""
+    return " ".join(question.casefold().split())
 
 
 SYNTHETIC_PROMPT = (
@@ -196,7 +204,7 @@ def synthetic_pairs(
                 counts["dropped_not_in_passage"] += 1
             else:
                 counts["kept"] += 1
-                qid = f"synthetic-{passage.id}"
+                qid = f"synthetic:{question_key(question)}"  # two passages that gave one question: one question
                 out.append(LabelledPair(qid, question, passage.text, 1, (answer,)))
                 for hit in index.search(question, top_k):
                     if hit.passage.id != passage.id and not contains_phrase(hit.passage.text, answer):
@@ -268,21 +276,53 @@ class _PairDataset:
         return self.rows[i]
 
 
-def check_output_folder(out: Path) -> None:
-    """The output must be a new or empty folder, or a trained evaluator folder crag wrote (then replaced)."""
-    out = Path(out)
+OWN_FILES = (MANIFEST, "README.md", "adapter_config.json")  # with the weights its manifest lists
+
+
+def check_output_folder(out: Path, inputs: Sequence[Path] = ()) -> None:
+    """Refuse an ``--out`` that crag may not replace; checked before training and again before the rename.
+
+    ``out`` must be a new name, an empty folder, or a trained evaluator crag
+    wrote and nothing else (its manifest, model card, adapter config and the
+    weights the manifest lists): a file, a symbolic link, the current folder or
+    one of its parents, a folder holding any other file, and a folder holding
+    one of ``inputs`` (the training data, the index) are refused, as is a
+    parent folder that does not exist or cannot be written.
+    """
+    given = Path(out)
+    if given.is_symlink():
+        raise TrainingError(f"--out {given} is a symbolic link: crag writes only a folder of its own")
+    out = Path(os.path.abspath(given))
     if out.exists() and not out.is_dir():
-        raise TrainingError(f"--out {out} is a file, not a folder: crag leaves it alone")
-    if out.is_dir() and any(out.iterdir()):
-        try:
-            read_trained(out)
-        except CragError:
-            raise TrainingError(
-                f"--out {out} is a folder that is not a crag evaluator: crag replaces only its own; choose a new "
-                "or empty folder"
-            ) from None
+        raise TrainingError(f"--out {given} is a file, not a folder: crag leaves it alone")
+    cwd = Path.cwd()
+    if out == cwd or out in cwd.parents:
+        raise TrainingError(f"--out {given} is the current folder or one of its parents: choose a new folder")
+    for path in inputs:
+        full = Path(os.path.abspath(path))
+        if full == out or out in full.parents or full in out.parents and is_crag_index(full):
+            raise TrainingError(f"--out {given} and the input {path} overlap: crag never writes over or into its inputs")
+    if out.is_dir():
+        entries = sorted(e.name for e in out.iterdir())
+        if entries:
+            try:
+                manifest = read_trained(out)
+            except CragError:
+                raise TrainingError(
+                    f"--out {given} is a folder that is not a crag evaluator: crag replaces only its own; choose a "
+                    "new or empty folder"
+                ) from None
+            own = set(OWN_FILES) | set(manifest["files"] if isinstance(manifest["files"], dict) else ())
+            foreign = [e for e in entries if e not in own]
+            if foreign:
+                raise TrainingError(
+                    f"--out {given} holds {foreign[0]!r}, which crag did not write there: crag replaces only a "
+                    "folder of its own files"
+                )
     if not out.parent.is_dir():
-        raise TrainingError(f"cannot write {out}: no such folder {out.parent}")
+        raise TrainingError(f"cannot write {given}: no such folder {out.parent}")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise TrainingError(f"cannot write {given}: the folder {out.parent} is not writable")
 
 
 def train(
@@ -418,6 +458,7 @@ def train(
             }
             (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
             (final / "README.md").write_text(model_card(card), encoding="utf-8")
+            check_output_folder(out)  # again: training took a while, and the folder may have changed since
             _replace_folder(final, out)
         except BaseException:
             files.remove(final)
@@ -473,7 +514,12 @@ def _replace_folder(new: Path, out: Path) -> None:
             os.replace(out, old)
         else:
             out.rmdir()
-    os.replace(new, out)
+    try:
+        os.replace(new, out)
+    except OSError:
+        if old is not None:
+            os.replace(old, out)  # the old evaluator goes back where it was
+        raise
     if old is not None:
         files.remove(old)
 

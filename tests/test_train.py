@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,8 +17,8 @@ from crag_cli.evaltest import auc
 from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
-    LabelledPair, TrainConfig, TrainingError, pairs_from_gold, parse_synthetic, read_labelled_pairs,
-    split_by_question, synthetic_pairs, train,
+    LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
+    read_labelled_pairs, split_by_question, synthetic_pairs, train,
 )  # fmt: skip
 
 
@@ -125,6 +126,15 @@ def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
     weights.write_bytes(bytes(data))
     with pytest.raises(EvaluatorError, match="sha256"):
         build_evaluator(f"minilm:{out}").score([("a", "b")])
+    weights.write_bytes(bytes(data[:-1]) + bytes([data[-1] ^ 1]))  # back as trained
+    (out / "adapter_model.bin").write_bytes(b"a pickle nothing pins")  # a weights file the manifest does not list
+    with pytest.raises(EvaluatorError, match="adapter_model.bin is not in its manifest"):
+        build_evaluator(f"minilm:{out}").score([("a", "b")])
+    (out / "adapter_model.bin").unlink()
+    manifest = json.loads((out / MANIFEST).read_text())
+    (out / MANIFEST).write_text(json.dumps(dict(manifest, files={})))  # a manifest that pins nothing
+    with pytest.raises(EvaluatorError, match="lists no weights"):
+        build_evaluator(f"minilm:{out}").score([("a", "b")])
 
 
 def test_output_folder_must_be_crags(tmp_path, tiny_bert):
@@ -134,6 +144,24 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert):
     with pytest.raises(CragError, match="not a crag evaluator"):
         train(*split_by_question(pairs, 0.25), tmp_path / "thesis", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
     assert (tmp_path / "thesis" / "chapter1.txt").read_text() == "precious"
+    # an evaluator folder the user has put something of their own in is not crag's alone any more
+    out = tmp_path / "ev"
+    train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+          log=lambda m: None)  # fmt: skip
+    (out / "questions.jsonl").write_text("mine")
+    with pytest.raises(TrainingError, match="holds 'questions.jsonl', which crag did not write"):
+        check_output_folder(out)
+    assert (out / "questions.jsonl").read_text() == "mine"
+    (out / "questions.jsonl").unlink()
+    check_output_folder(out)  # crag's own files only: it may be replaced
+    with pytest.raises(TrainingError, match="overlap"):
+        check_output_folder(out, [out / "q.jsonl"])  # an input inside it
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "thesis")
+    with pytest.raises(TrainingError, match="symbolic link"):
+        check_output_folder(link)
+    with pytest.raises(TrainingError, match="current folder"):
+        check_output_folder(Path("."))
     with pytest.raises(TrainingError, match="both positives and negatives"):
         train([p for p in pairs if p.label], pairs, tmp_path / "new", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
 
@@ -184,6 +212,15 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
     assert r.exit_code == 1 and "is a file" in r.stderr and afile.read_text() == "mine"
     r = runner.invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--base", str(tmp_path / "no")])
     assert r.exit_code == 1 and "no such model folder" in r.stderr
+    pairs_file = tmp_path / "pairs.jsonl"
+    pairs_file.write_text(json.dumps({"question": "Q?", "passage": "P", "label": 1}) + "\n")
+    r = runner.invoke(app, ["train-evaluator", "--pairs", str(pairs_file), "--limit", "5", "--index", str(built_index)])
+    assert r.exit_code == 1 and "--limit counts gold questions" in r.stderr  # not silently ignored
+    (tmp_path / "data").mkdir()
+    inside = tmp_path / "data" / "q.jsonl"
+    inside.write_text(qs.read_text())
+    r = runner.invoke(app, ["train-evaluator", str(inside), "--index", str(built_index), "--out", str(inside.parent)])
+    assert r.exit_code == 1 and "overlap" in r.stderr and inside.read_text() == qs.read_text()  # the data's folder
     with pytest.raises(EvaluatorError, match="holds no trained evaluator"):
         parse_spec(f"minilm:{tmp_path}")
 
@@ -197,11 +234,19 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev = build_evaluator(f"minilm:{out}")
     inputs = [(p.question, p.passage) for p in pairs]
     raw = [s for s in CrossEncoderEvaluator(out).logits(inputs)]
-    ev.load()
-    ev.set_guard({"cosine": -1.0, "score": 0.25}, card["base"])  # every pair is "on topic"
-    assert all(s >= 0.25 for s in ev.score(inputs))
-    ev.set_guard({"cosine": 1.01, "score": 0.25}, card["base"])  # none is
     from crag_cli.evaluator import logit_to_score
 
-    assert ev.score(inputs) == pytest.approx([logit_to_score(z) for z in raw], abs=1e-5)
+    plain = [logit_to_score(z) for z in raw]
+    ev.load()
+    ev.set_guard({"cosine": -1.0, "score": card["thresholds"]["lower"]}, card["base"])  # every pair is "on topic"
+    ev.use_thresholds(upper=0.9, lower=0.25)  # the floor is the lower threshold in force
+    guarded = ev.score(inputs)
+    assert all(g >= 0.25 for g in guarded)
+    assert all(g == pytest.approx(p, abs=1e-5) or p < 0.25 for g, p in zip(guarded, plain))  # only raised, to 0.25
+    assert all(g < 0.9 for g, p in zip(guarded, plain) if p < 0.9)  # never made Correct by the guard
+    ev.use_thresholds(upper=0.2, lower=0.2)  # a floor at the upper threshold would make Correct: the guard is off
+    assert ev.score(inputs) == pytest.approx(plain, abs=1e-5)
+    ev.use_thresholds(upper=0.9, lower=0.25)
+    ev.set_guard({"cosine": 1.01, "score": 0.25}, card["base"])  # no pair is on topic
+    assert ev.score(inputs) == pytest.approx(plain, abs=1e-5)
 
