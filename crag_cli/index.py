@@ -11,7 +11,12 @@ On disk an index is a directory::
 
     manifest.json       format version, tokenizer settings, counts, source files
     passages.jsonl      one Passage per line, in index order
+    passages.offsets.npy  where each line starts (int64 byte offsets, one more than passages)
     bm25/               the bm25s score matrix and vocabulary
+
+A loaded index keeps neither the passages nor the score matrix in memory: the
+matrix is memory-mapped and a passage is read from ``passages.jsonl`` when a
+search returns it, so a process's memory does not grow with the collection.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence, overload
 
 from . import files
 from .corpus import Passage, list_files, read_files, split_passages
@@ -30,8 +35,9 @@ from .errors import CragError
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
+PASSAGE_OFFSETS = "passages.offsets.npy"
 BM25_DIR = "bm25"
-INDEX_ENTRIES = frozenset({MANIFEST, PASSAGES, BM25_DIR})  # everything crag writes into an index folder
+INDEX_ENTRIES = frozenset({MANIFEST, PASSAGES, PASSAGE_OFFSETS, BM25_DIR})  # everything crag writes into an index folder
 
 
 class IndexUnusableError(CragError):
@@ -74,6 +80,19 @@ class TokenizerSettings:
             show_progress=False,
         )
         return [list(tokens) for tokens in out]
+
+    def tokenize_ids(self, texts: Sequence[str]):
+        """Tokenize as :meth:`tokenize` does, as bm25s's compact ``Tokenized`` (token ids and their vocabulary).
+
+        What the index is built from: a few bytes per token rather than one
+        Python string each, so a million passages tokenize in memory.
+        """
+        import bm25s
+
+        return bm25s.tokenize(
+            list(texts), lower=self.lower, token_pattern=self.splitter, stopwords=self.stopwords,
+            stemmer=_stemmer(self.stemmer), return_ids=True, show_progress=False,
+        )  # fmt: skip
 
     def check(self) -> None:
         """Raise ``ValueError`` when these settings cannot tokenize (unknown stemmer, bad pattern, ...)."""
@@ -170,7 +189,7 @@ def is_crag_index(path: Path) -> bool:
 
     That is: a real folder (not a link) holding only ``manifest.json`` (a JSON object
     with crag's format version, passage count, tokenizer and sources),
-    ``passages.jsonl`` and ``bm25/`` (bm25s's ``*.index.npy`` / ``*.index.json``
+    ``passages.jsonl``, ``passages.offsets.npy`` and ``bm25/`` (bm25s's ``*.index.npy`` / ``*.index.json``
     files). This is the only kind of folder ``crag index`` replaces; one holding
     anything else (a user's file dropped into it, a web app's own
     ``manifest.json``) is never touched.
@@ -184,8 +203,9 @@ def is_crag_index(path: Path) -> bool:
             return False
         if not entries[MANIFEST].is_file(follow_symlinks=False):
             return False
-        if PASSAGES in entries and not entries[PASSAGES].is_file(follow_symlinks=False):
-            return False
+        for name in (PASSAGES, PASSAGE_OFFSETS):
+            if name in entries and not entries[name].is_file(follow_symlinks=False):
+                return False
         if BM25_DIR in entries:
             if not entries[BM25_DIR].is_dir(follow_symlinks=False):
                 return False
@@ -351,9 +371,10 @@ def build_index(
             f"no documents to index in {docs} "
             f"({len(report.skipped)} file(s) skipped; supported: .txt .md .html .htm .jsonl)"
         )
-    tokens = tokenizer.tokenize([_index_text(p) for p in passages])
+    tokens = tokenizer.tokenize_ids([_index_text(p) for p in passages])
     retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method, idf_method=params.idf_method)
     retriever.index(tokens, show_progress=False)
+    del tokens
 
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -363,9 +384,7 @@ def build_index(
     old_dir = None
     try:
         retriever.save(str(tmp / BM25_DIR))
-        with open(tmp / PASSAGES, "w", encoding="utf-8") as f:
-            for p in passages:
-                f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+        write_passages(passages, tmp / PASSAGES, tmp / PASSAGE_OFFSETS)
         manifest = {
             **fingerprint,
             "passage_count": len(passages),
@@ -403,10 +422,134 @@ def _index_text(p: Passage) -> str:
     return f"{p.title}\n{p.text}" if p.title else p.text
 
 
-class BM25Index:
-    """A loaded index: passages plus the bm25s retriever, queried with the manifest's tokenizer."""
+def write_passages(passages: Sequence[Passage], path: Path, offsets_path: Path) -> None:
+    """Write ``passages`` as JSON lines to ``path`` and where each line starts to ``offsets_path``.
 
-    def __init__(self, path: Path, manifest: dict, passages: list[Passage], retriever) -> None:
+    Parameters
+    ----------
+    passages : sequence of Passage
+    path : Path
+        The JSON-lines file, one passage per line, in order.
+    offsets_path : Path
+        A NumPy ``int64`` array of ``len(passages) + 1`` byte offsets: line ``i``
+        is ``path``'s bytes ``offsets[i]:offsets[i + 1]``.
+    """
+    import numpy as np
+
+    offsets = np.empty(len(passages) + 1, dtype=np.int64)
+    offsets[0] = 0
+    with open(path, "wb") as f:
+        for i, p in enumerate(passages):
+            line = (json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+            f.write(line)
+            offsets[i + 1] = offsets[i] + len(line)
+    np.save(offsets_path, offsets)
+
+
+def line_offsets(path: Path):
+    """Byte offsets of the lines of ``path`` (and its size): for an index written before the offsets file."""
+    import numpy as np
+
+    starts = [0]
+    with open(path, "rb") as f:
+        for line in f:
+            starts.append(starts[-1] + len(line))
+    return np.asarray(starts, dtype=np.int64)
+
+
+class PassageStore(Sequence[Passage]):
+    """The passages of an index, read from disk when asked for: a read-only sequence of :class:`Passage`.
+
+    Holds only the line offsets (memory-mapped) and an open file; ``store[i]``
+    reads and parses line ``i`` (``os.pread``: safe from several threads).
+    """
+
+    def __init__(self, path: Path, offsets) -> None:
+        self.path = Path(path)
+        self._offsets = offsets
+        self._fd = os.open(self.path, os.O_RDONLY)
+        size = os.fstat(self._fd).st_size
+        if len(offsets) < 1 or int(offsets[0]) != 0 or int(offsets[-1]) != size:
+            os.close(self._fd)
+            raise ValueError(f"{PASSAGE_OFFSETS} does not match {self.path.name} ({size} bytes)")
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> Passage: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Passage]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"passage {i} of {n}")
+        start, end = int(self._offsets[i]), int(self._offsets[i + 1])
+        return Passage.from_dict(json.loads(os.pread(self._fd, end - start, start)))
+
+    def __iter__(self) -> Iterator[Passage]:
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield Passage.from_dict(json.loads(line))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __getstate__(self):  # pickled (sent to a worker process): reopened there
+        return {"path": self.path, "offsets": self._offsets}
+
+    def __setstate__(self, state) -> None:
+        self.__init__(state["path"], state["offsets"])
+
+
+def top_k(scores, k: int) -> list[int]:
+    """Indices of the ``k`` highest ``scores``, highest first, ties in index order.
+
+    The same as ``np.argsort(-scores, kind="stable")[:k]`` without sorting every
+    score: the k-th highest is found by partition (linear time), and only the
+    scores at or above it are sorted.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        One score per passage.
+    k : int
+
+    Returns
+    -------
+    list of int
+    """
+    import numpy as np
+
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return []
+    if k == n:
+        return [int(i) for i in np.argsort(-scores, kind="stable")]
+    kth = np.partition(scores, n - k)[n - k]  # the k-th highest score
+    candidates = np.flatnonzero(scores >= kth)  # in index order; ties at kth beyond k are cut below
+    order = np.argsort(-scores[candidates], kind="stable")[:k]
+    return [int(i) for i in candidates[order]]
+
+
+class BM25Index:
+    """A loaded index: passages (read on demand) plus the memory-mapped bm25s retriever."""
+
+    def __init__(self, path: Path, manifest: dict, passages: Sequence[Passage], retriever) -> None:
         self.path = Path(path)
         self.manifest = manifest
         self.passages = passages
@@ -415,15 +558,23 @@ class BM25Index:
 
     @classmethod
     def load(cls, path: Path) -> "BM25Index":
-        """Load an index written by :func:`build_index`; a clear :class:`IndexUnusableError` if it is not usable."""
+        """Load an index written by :func:`build_index`; a clear :class:`IndexUnusableError` if it is not usable.
+
+        The score matrix and the passage offsets are memory-mapped, the passages
+        read when asked for: loading takes about the same time at any size.
+        """
         import bm25s
+        import numpy as np
 
         path = Path(path)
         manifest = read_manifest(path)
         try:
-            with open(path / PASSAGES, encoding="utf-8") as f:
-                passages = [Passage.from_dict(json.loads(line)) for line in f if line.strip()]
-            retriever = bm25s.BM25.load(str(path / BM25_DIR), load_corpus=False)
+            if (path / PASSAGE_OFFSETS).exists():
+                offsets = np.load(path / PASSAGE_OFFSETS, mmap_mode="r")
+            else:  # written before offsets were stored
+                offsets = line_offsets(path / PASSAGES)
+            passages = PassageStore(path / PASSAGES, offsets)
+            retriever = bm25s.BM25.load(str(path / BM25_DIR), load_corpus=False, mmap=True, show_progress=False)
         except Exception as exc:
             raise IndexUnusableError(f"corrupt index at {path}: {type(exc).__name__}: {exc}") from None
         if len(passages) != manifest.get("passage_count") or retriever.scores.get("num_docs") != len(passages):
@@ -441,14 +592,6 @@ class BM25Index:
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The ``k`` best passages with a positive score, best first (ties keep index order)."""
-        import numpy as np
-
         scores = self.scores(query)
-        k = min(k, len(self.passages))
-        if k <= 0:
-            return []
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [
-            Hit(self.passages[i], float(scores[i]), rank)
-            for rank, i in enumerate((int(i) for i in order if scores[i] > 0), 1)
-        ]
+        best = [i for i in top_k(scores, k) if scores[i] > 0]
+        return [Hit(self.passages[i], float(scores[i]), rank) for rank, i in enumerate(best, 1)]

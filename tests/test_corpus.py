@@ -66,3 +66,18 @@ def test_read_folder_reads_all_types_and_reports_every_skip(docs_dir: Path):
     berlin = next(d for d in report.documents if d.id == "berlin.md")
     assert berlin.title == "Berlin"
     assert {f.path for f in report.files} >= {"paris.txt", "sub/people.jsonl"}
+
+
+def test_a_short_document_is_one_passage_as_the_sentence_splitter_would_make_it():
+    import random
+
+    from crag_cli.corpus import chunk_sentences
+
+    rng = random.Random(5)
+    pieces = ["Dr.", "J.", "Smith", "went", "home.", "It", "rained!", "Why?", "\n\n", "\t", "  ", "e.g.", "42.", "\u00a0"]
+    for _ in range(300):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        for max_words in (5, 30, 100):
+            slow = chunk_sentences(split_sentences(text), max_words)  # the splitter, always
+            got = [p.text for p in split_passages(Document("d", "", text, "f.txt"), max_words)]
+            assert got == slow, (text, max_words)

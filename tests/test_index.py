@@ -90,3 +90,33 @@ def test_missing_and_corrupt_index(built_index, tmp_path):
     (built_index / "manifest.json").write_text("{not json")
     with pytest.raises(IndexUnusableError, match="corrupt index"):
         BM25Index.load(built_index)
+
+
+def test_top_k_equals_a_full_stable_sort():
+    from crag_cli.index import top_k
+
+    rng = np.random.default_rng(1)
+    for n, k in [(1, 1), (10, 3), (10, 10), (10, 25), (1000, 5), (1000, 0), (5000, 50)]:
+        scores = rng.integers(0, 6, size=n).astype(np.float32)  # many ties, also at the k-th score
+        assert top_k(scores, k) == [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+def test_loaded_passages_are_read_from_disk_on_demand(built_index, tmp_path):
+    from crag_cli.index import PASSAGE_OFFSETS, PASSAGES, PassageStore
+
+    lines = (built_index / PASSAGES).read_text(encoding="utf-8").splitlines()
+    index = BM25Index.load(built_index)
+    assert isinstance(index.passages, PassageStore) and len(index.passages) == len(lines) > 2
+    assert [p.to_dict() for p in index.passages] == [json.loads(x) for x in lines]  # iteration, in order
+    assert index.passages[-1].to_dict() == json.loads(lines[-1]) and index.passages[1:3] == list(index.passages)[1:3]
+    assert isinstance(index.retriever.scores["data"], np.memmap)  # the score matrix is mapped, not read
+    import pickle
+
+    assert list(pickle.loads(pickle.dumps(index.passages))) == list(index.passages)  # reaches a worker process
+    hits = index.search("Paris", 3)
+    assert hits
+    (built_index / PASSAGE_OFFSETS).unlink()  # an index written before the offsets file still loads, the same
+    assert BM25Index.load(built_index).search("Paris", 3) == hits
+    np.save(built_index / PASSAGE_OFFSETS, np.array([0, 5], dtype=np.int64))
+    with pytest.raises(IndexUnusableError, match="corrupt index"):
+        BM25Index.load(built_index)
