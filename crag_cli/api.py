@@ -1,0 +1,99 @@
+"""crag as a Python library: open an index with settings, answer one question or many.
+
+    import crag_cli
+
+    crag = crag_cli.open(index="my-index", model="qwen2.5-coder-1.5b")  # any setting, as the CLI's
+    result = crag.ask("Who wrote Dune?")  # a Result: .answer, .action, .knowledge, .timings
+    for record in crag.answer(["Who wrote Dune?", {"id": "q2", "question": "...", "answers": ["..."]}]):
+        print(record["id"], record["answer"])  # the records `crag batch` writes, in input order
+
+The settings are the ones of ``crag ask`` and ``crag batch`` (names as in
+``crag_cli.settings.Settings``: ``top_k``, ``evaluator``, ``web``, ...), checked the
+same way; environment variables and ``crag.toml`` are not read here (pass what
+you want). ``answer`` is the loop ``crag batch`` runs, without the output file:
+one record per question, an error record for a bad one, never an exception
+for one question; ``workers=N`` answers in N processes as ``--workers`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator
+
+from pydantic import ValidationError
+
+from .settings import Settings, SettingsError, _problem
+
+
+class Crag:
+    """An opened index with its settings; models load on the first question (or :meth:`load`)."""
+
+    def __init__(self, settings: Settings, mode: str = "crag") -> None:
+        from . import build
+        from .pipeline import MODES
+
+        if mode not in MODES:
+            raise SettingsError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+        self.settings = settings
+        self.mode = mode
+        self.pipeline = build.pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
+        self._loaded = False
+
+    def load(self) -> "Crag":
+        """Load the evaluator and the generator now rather than on the first question."""
+        from .batch import load_models
+
+        if not self._loaded:
+            load_models(self.pipeline, self.mode)
+            self._loaded = True
+        return self
+
+    def ask(
+        self, question: str, answers: Iterable[str] | None = None, on_token: Callable[[str], None] | None = None
+    ):
+        """Answer one question; ``on_token`` receives the answer as it streams. Returns a ``pipeline.Result``.
+
+        Raises ``ValueError`` for an empty question; errors of the models or the web propagate.
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("the question is empty")
+        self.load()
+        return self.pipeline.run(question.strip(), answers=list(answers) if answers is not None else None,
+                                 mode=self.mode, on_token=on_token)  # fmt: skip
+
+    def answer(self, questions: Iterable[str | dict[str, Any]], workers: int = 1) -> Iterator[dict[str, Any]]:
+        """Records for ``questions`` (strings, or objects as a ``crag batch`` line), lazily, in input order.
+
+        Each record is what ``crag batch`` writes for that line (``timings`` included);
+        a bad question (empty, wrong types) gives an error record and the rest go on.
+        """
+        from .batch import InProcess, WorkerPool
+        from .records import parse_question
+
+        lines = (parse_question({"question": q} if isinstance(q, str) else q, i) for i, q in enumerate(questions, 1))
+        if workers > 1:
+            answerer = WorkerPool(self.settings, self.mode, workers)
+        else:
+            self.load()
+            answerer = InProcess(self.pipeline, self.mode)
+        for record, _seconds in answerer(lines):
+            yield record
+
+
+def open(index: str | None = None, mode: str = "crag", **settings: Any) -> Crag:  # noqa: A001 (like io.open)
+    """Open ``index`` with ``settings`` (the CLI's, as keyword arguments) for ``mode`` (crag, rag, ...).
+
+    Raises ``crag_cli.settings.SettingsError`` (a ``ValueError``) naming the bad
+    setting, and ``crag_cli.errors.CragError`` when the index cannot be used or a
+    model's extra is not installed; the index is loaded now, the models lazily.
+    """
+    if index is not None:
+        settings["index"] = index
+    try:
+        checked = Settings(**settings)
+    except ValidationError as exc:
+        loc = exc.errors(include_url=False)[0]["loc"]
+        raise SettingsError(f"{loc[0] if loc else 'settings'}: {_problem(exc)}") from None
+    return Crag(checked, mode)
+
+
+__all__ = ["Crag", "open"]

@@ -1,0 +1,43 @@
+"""The Python API: what `crag ask` and `crag batch` give, from a library call."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import crag_cli
+from crag_cli.cli import app
+from crag_cli.errors import CragError
+from crag_cli.settings import SettingsError
+
+
+def test_answer_gives_the_records_crag_batch_writes(built_index, tiny_gguf, tmp_path):
+    questions = [{"id": "q1", "question": "capital of France?", "answers": ["Paris"]},
+                 {"id": "q2", "question": ""},  # a bad line: an error record, and the rest go on
+                 {"id": "q3", "question": "Where is Lyon?"}]  # fmt: skip
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    out = tmp_path / "out.jsonl"
+    common = ["--index", str(built_index), "--model", str(tiny_gguf), "--max-tokens", "4", "--threads", "1"]
+    CliRunner().invoke(app, ["batch", str(qs), "-o", str(out), *common])
+    expected = [json.loads(line) for line in out.read_text().splitlines()]
+
+    crag = crag_cli.open(index=str(built_index), model=str(tiny_gguf), max_tokens=4, threads=1)
+    got = list(crag.answer(questions))
+    drop = lambda r: {k: v for k, v in r.items() if k != "timings"}  # noqa: E731
+    assert [drop(r) for r in got] == [drop(r) for r in expected] and got[1]["error"]
+    result = crag.ask("capital of France?", answers=["Paris"])
+    assert result.answer == got[0]["answer"] and result.action == got[0]["action"]
+    streamed = []
+    crag.ask("capital of France?", on_token=streamed.append)
+    assert "".join(streamed).strip() == result.answer.strip()
+    assert [r["id"] for r in crag.answer(["Where is Lyon?", "capital of France?"])] == ["line-1", "line-2"]
+
+
+def test_bad_settings_and_index_are_clear_errors(built_index, tmp_path):
+    with pytest.raises(SettingsError, match="top_k"):
+        crag_cli.open(index=str(built_index), top_k=0)
+    with pytest.raises(SettingsError, match="unknown mode"):
+        crag_cli.open(index=str(built_index), mode="bogus")
+    with pytest.raises(CragError, match="no index at"):
+        crag_cli.open(index=str(tmp_path / "nowhere"), model="smollm2-135m")
