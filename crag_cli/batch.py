@@ -426,11 +426,12 @@ def split_threads(threads: int | None, workers: int) -> int:
 _worker: dict[str, Any] = {}  # in a worker process: its pipeline and mode, or why it could not start
 
 
-def _worker_start(settings, mode: str) -> None:
+def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
     """A worker's initializer: build the pipeline and load its models once (an error is kept, not raised)."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    if ignore_sigint:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     try:
         import torch
 
@@ -480,6 +481,100 @@ class WorkerPool:
         finally:
             pool.terminate()
             pool.join()
+
+
+class _Replica:
+    """A Ray actor's state: one pipeline with its models loaded once (see :class:`RayPool`)."""
+
+    def __init__(self, settings, mode: str) -> None:
+        import socket
+
+        self.error: str | None = None
+        try:
+            _worker_start(settings, mode, ignore_sigint=False)  # a local worker's start; Ray owns the signals
+        finally:
+            if "error" in _worker:
+                self.error = f"a Ray actor on {socket.gethostname()} cannot start: {_worker['error']}"
+
+    def ready(self) -> str | None:
+        return self.error
+
+    def answer(self, q: QuestionLine) -> Answered:
+        return _worker_answer(q)
+
+
+def ray_missing() -> str | None:
+    """Why ``--ray`` cannot run here (the optional extra is not installed), or ``None``."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "--ray needs Ray: pip install 'crag-cli[ray]'"
+    return None
+
+
+@dataclass
+class RayPool:
+    """Answers with ``actors`` Ray actors, each one model replica that loads the models once.
+
+    ``address`` is a running cluster's (``ray://HOST:10001`` or ``HOST:6379``);
+    ``"local"`` starts a Ray instance on 127.0.0.1 for this batch and stops it
+    after. Every actor asks for ``threads`` CPUs (the generation threads of
+    each: ``settings.threads`` split between the actors, as for local workers).
+    Index and model paths are made absolute and must exist on every node at
+    that path (a shared file system, or the same copy on each); an actor that
+    cannot see them, or cannot load a model, ends the batch with one error
+    line before any question is asked. Questions go to whichever actor is free
+    (a window of two per actor), and records come back in input order.
+    """
+
+    settings: Any
+    mode: str
+    actors: int
+    address: str = "local"
+
+    def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
+        import ray
+        from ray.util import ActorPool
+
+        threads = split_threads(self.settings.threads, self.actors)
+        update: dict[str, Any] = {"threads": threads, "index": Path(os.path.abspath(self.settings.index))}
+        if Path(self.settings.model).is_file():  # a path, not an embedded name: the same path on every node
+            update["model"] = os.path.abspath(self.settings.model)
+        share = self.settings.model_copy(update=update)
+        started = not ray.is_initialized()
+        if started:
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
+            if self.address == "local":
+                options.update(address="local", _node_ip_address="127.0.0.1", num_cpus=max(os.cpu_count() or 1,
+                               threads * self.actors))  # fmt: skip
+            else:
+                options["address"] = self.address
+            try:
+                ray.init(**options)
+            except Exception as exc:
+                raise CragError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
+        replicas = []
+        try:
+            Replica = ray.remote(num_cpus=threads)(_Replica)
+            replicas = [Replica.remote(share, self.mode) for _ in range(self.actors)]
+            for problem in ray.get([r.ready.remote() for r in replicas]):
+                if problem:
+                    raise CragError(problem)
+            pool = ActorPool(replicas)
+            window = 2 * self.actors
+            submitted = 0
+            for q in questions:
+                if submitted - window >= 0 and pool.has_next():
+                    yield pool.get_next()
+                pool.submit(lambda actor, line: actor.answer.remote(line), q)
+                submitted += 1
+            while pool.has_next():
+                yield pool.get_next()
+        finally:
+            for r in replicas:
+                ray.kill(r)
+            if started:
+                ray.shutdown()
 
 
 def load_models(pipeline, mode: str) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import click
 import typer
 from rich.console import Console
 from rich.panel import Panel
@@ -440,6 +441,18 @@ def batch(
             "between them. Records stay in input order.",
         ),
     ] = 1,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Answer with Ray actors, one per --workers (default 2 with --ray): a local Ray on 127.0.0.1, "
+            "or the cluster at --ray-address. Needs pip install 'crag-cli\\[ray]'.",
+        ),
+    ] = False,
+    ray_address: Annotated[
+        Optional[str],
+        typer.Option(metavar="ADDRESS", help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001."),
+    ] = None,
 ) -> None:
     """Answer every question of a JSONL file; one result record per input line, in input order.
 
@@ -450,7 +463,9 @@ def batch(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .batch import BatchOutput, InProcess, WorkerPool, load_models, run_batch, run_identity, split_threads
+    from .batch import (
+        BatchOutput, InProcess, RayPool, WorkerPool, load_models, ray_missing, run_batch, run_identity, split_threads,
+    )  # fmt: skip
     from .pipeline import MODES
     from .records import read_questions
 
@@ -461,6 +476,12 @@ def batch(
         fail("--resume needs -o/--output: the file whose records to keep")
     if retry_errors and not resume:
         fail("--retry-errors goes with --resume")
+    ray = ray_address or ("local" if ray else None)
+    if ray is not None:
+        if ray_missing():
+            fail(ray_missing())
+        if ctx.get_parameter_source("workers") is not click.core.ParameterSource.COMMANDLINE:
+            workers = 2
     out = None
     if output is not None:
         # everything the run reads is an input: the questions, the model file, the config file
@@ -494,7 +515,11 @@ def batch(
                   + (f"; redoing {redo} error record(s)" if redo else ""), markup=False)  # fmt: skip
     if not todo:
         err.print(f"nothing to do: {output} holds a record for every line", markup=False)
-    if workers > 1:
+    if ray is not None:
+        answerer = RayPool(settings, mode, workers, ray)  # each actor loads the models itself
+        err.print(f"batch: Ray at {ray}, {workers} actors, {split_threads(settings.threads, workers)} generation "
+                  "thread(s) each", markup=False)  # fmt: skip
+    elif workers > 1:
         answerer = WorkerPool(settings, mode, workers)  # each worker loads the models itself
         err.print(f"batch: {workers} workers, {split_threads(settings.threads, workers)} generation thread(s) each",
                   markup=False)  # fmt: skip

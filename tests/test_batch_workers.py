@@ -89,3 +89,29 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_
     ps = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout.splitlines()
     alive = [line for line in ps if "spawn_main" in line and " Z" not in line]
     assert not alive, ps  # no worker left behind
+
+
+def test_ray_actors_write_what_one_process_writes(built_index, tiny_gguf, tmp_path):
+    """A real local Ray (127.0.0.1, 2 CPUs, 2 actors of 1 thread each) against a sequential run of 1 thread."""
+    qs = _questions(tmp_path / "q.jsonl", 6)
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
+    one, ray = tmp_path / "one.jsonl", tmp_path / "ray.jsonl"
+    assert invoke("batch", qs, "-o", one, *common, "--threads", "1").exit_code == 1  # line 3 is an error record
+    r = invoke("batch", qs, "-o", ray, *common, "--threads", "2", "--ray")
+    assert r.exit_code == 1, r.output
+    assert "Ray at local, 2 actors, 1 generation thread(s) each" in r.stderr and "summary: 7 questions" in r.stderr
+    assert _without_timings(ray.read_text()) == _without_timings(one.read_text())  # same records, input order
+    assert json.loads((tmp_path / "ray.jsonl.run.json").read_text())["complete"] is True
+    # an actor that cannot use the model ends the batch with one line, before any question
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a model")
+    r = invoke("batch", qs, "-o", tmp_path / "bad.jsonl", "--index", built_index, "--model", bad, "--ray")
+    errors = [line for line in r.stderr.splitlines() if line.startswith("crag: error:")]
+    assert r.exit_code == 1 and len(errors) == 1 and "a Ray actor on" in errors[0] and "cannot load model" in errors[0]
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_ray_without_its_extra_is_one_line(built_index, tiny_gguf, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if 'crag-cli[ray]' were not installed
+    r = invoke("batch", _questions(tmp_path / "q.jsonl", 2), "--index", built_index, "--model", tiny_gguf, "--ray")
+    assert r.exit_code == 1 and r.stderr == "crag: error: --ray needs Ray: pip install 'crag-cli[ray]'\n"

@@ -118,3 +118,13 @@ def test_spread_sample_covers_the_whole_file():
     assert len(sample) == len(set(sample)) == 200
     assert sample[0] == "q0" and sample[-1] == "q696"  # every 3.5th line, to the end
     assert popqa.spread_sample(lines, None) == lines == popqa.spread_sample(lines, 900)
+
+
+def test_throughput_runs_and_differing_answers():
+    import throughput
+
+    assert throughput.parse_run("2x1") == (2, 1, False) and throughput.parse_run("1X0") == (1, 0, False)
+    assert throughput.parse_run("ray2x1") == (2, 1, True)
+    a = [{"id": "q1", "answer": "Paris", "action": "correct"}, {"id": "q2", "answer": "Rome", "action": "incorrect"}]
+    b = [dict(a[0]), dict(a[1], action="ambiguous")]
+    assert throughput.differing(a, a) == [] and throughput.differing(b, a) == ["q2"]
