@@ -581,6 +581,42 @@ class BM25Index:
             raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest")
         return cls(path, manifest, passages, retriever)
 
+    def matched(self, query: str):
+        """The passages that hold a query term, ascending, and their BM25 scores for ``query``.
+
+        Only the score matrix's columns of the query's terms are read (a term
+        asked twice counts twice, as in rank-bm25), and summed per passage with
+        ``np.bincount``: the work grows with how many passages hold the terms,
+        not with the size of the collection.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            Passage indices (int64, ascending) and their scores (float32).
+        """
+        import numpy as np
+
+        ids = self.retriever.get_tokens_ids(self.tokenizer.tokenize([query])[0])
+        s = self.retriever.scores
+        if not ids or self.retriever.nonoccurrence_array is not None:  # (a method that scores absent terms too)
+            dense = self.scores(query)
+            hit = np.flatnonzero(dense)
+            return hit, dense[hit]
+        indptr = s["indptr"]
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
+        idx = np.concatenate([s["indices"][a:b] for a, b in spans]).astype(np.int64, copy=False)
+        val = np.concatenate([s["data"][a:b] for a, b in spans]).astype(np.float64, copy=False)
+        if len(spans) == 1:  # one term: each passage holds it once, already ascending
+            return idx, val.astype(np.float32)
+        if len(idx) > len(self.passages) // 4:  # many: one dense pass beats sorting them
+            dense = np.bincount(idx, weights=val, minlength=len(self.passages))
+            hit = np.flatnonzero(dense)  # (a score that sums to exactly 0 is dropped by search anyway)
+            return hit, dense[hit].astype(np.float32)
+        order = np.argsort(idx, kind="stable")
+        idx, val = idx[order], val[order]
+        first = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+        return idx[first], np.add.reduceat(val, first).astype(np.float32)
+
     def scores(self, query: str):
         """BM25 score of every passage for ``query`` (a NumPy array in index order)."""
         import numpy as np
@@ -592,6 +628,10 @@ class BM25Index:
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The ``k`` best passages with a positive score, best first (ties keep index order)."""
-        scores = self.scores(query)
-        best = [i for i in top_k(scores, k) if scores[i] > 0]
-        return [Hit(self.passages[i], float(scores[i]), rank) for rank, i in enumerate(best, 1)]
+        import numpy as np
+
+        idx, val = self.matched(query)
+        positive = val > 0
+        idx, val = idx[positive], val[positive]
+        best = top_k(val, k) if len(val) else []
+        return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]

@@ -120,3 +120,22 @@ def test_loaded_passages_are_read_from_disk_on_demand(built_index, tmp_path):
     np.save(built_index / PASSAGE_OFFSETS, np.array([0, 5], dtype=np.int64))
     with pytest.raises(IndexUnusableError, match="corrupt index"):
         BM25Index.load(built_index)
+
+
+def test_search_reads_only_the_query_terms_and_ranks_as_the_full_scores_do(tmp_path):
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(40)]
+    texts = [" ".join(rng.choice(vocab, size=rng.integers(3, 25))) + "." for _ in range(300)]
+    texts[10:13] = ["rare1 w1.", "rare2 rare1 rare1.", "rare2."]  # few matches: summed by sorting, not densely
+    build_index(_corpus(tmp_path, texts), tmp_path / "ix")
+    index = BM25Index.load(tmp_path / "ix")
+    for query in ["rare1 rare2", "rare2 w1", "w1", "w1 w2", "w3 w3 w39", "w5 w6 w7 w8 w9 w10", "nothing here", "w11 unknown"]:
+        dense = index.scores(query)  # bm25s's own scoring of every passage: the reference
+        idx, val = index.matched(query)
+        assert list(idx) == [int(i) for i in np.flatnonzero(dense)]
+        np.testing.assert_allclose(val, dense[idx], rtol=1e-5, atol=1e-6)
+        for k in (1, 5, 300):
+            want = [int(i) for i in np.argsort(-dense, kind="stable")[:k] if dense[i] > 0]
+            got = index.search(query, k)
+            assert [h.passage.id for h in got] == [index.passages[i].id for i in want]
+            assert [h.rank for h in got] == list(range(1, len(want) + 1))
