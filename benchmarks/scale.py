@@ -19,8 +19,8 @@ that one step's memory does not count in another's:
   (``--queries``, after 5 warm-up ones): p50 and p99 in milliseconds.
 
 Writes ``OUTDIR/scale.json``, ``OUTDIR/scale.md`` and ``OUTDIR/scale.png`` (each
-cost against size, log-log). The collections and indexes stay in
-``OUTDIR/work/`` (``--keep``) or are removed after each size.
+cost against size, log-log). The collections and indexes are made in a new
+folder ``OUTDIR/scale-work-*`` and removed after each size, unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 SEED = 13
@@ -169,7 +170,8 @@ def main() -> None:
     args = parser.parse_args()
 
     out = args.out.resolve()
-    work = out / "work"
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="scale-work-", dir=out))  # a new folder of this run's own: removed after
     texts = [json.loads(x)["text"] for name in ("corpus.jsonl", "web.jsonl")
              for x in (args.data / name).read_text(encoding="utf-8").splitlines() if x.strip()]  # fmt: skip
     pool = sentences(texts)
@@ -190,6 +192,8 @@ def main() -> None:
             shutil.rmtree(docs)
             shutil.rmtree(index)
         (out / "scale.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1) + "\n")
+    if not args.keep:
+        work.rmdir()
     (out / "scale.md").write_text(markdown(rows, machine))
     chart(rows, out / "scale.png")
     print(markdown(rows, machine))

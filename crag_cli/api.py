@@ -56,6 +56,8 @@ class Crag:
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
+        if isinstance(answers, str):  # one alias, as a batch line may give it
+            answers = [answers]
         self.load()
         return self.pipeline.run(question.strip(), answers=list(answers) if answers is not None else None,
                                  mode=self.mode, on_token=on_token)  # fmt: skip

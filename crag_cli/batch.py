@@ -512,19 +512,30 @@ def ray_missing() -> str | None:
     return None
 
 
+def absolute_evaluator(spec: str) -> str:
+    """``spec`` with a local folder made absolute (``minilm:./ev`` -> ``minilm:/abs/ev``), for other machines."""
+    kind, sep, arg = spec.partition(":")
+    if sep and kind in ("minilm", "t5", "minilm-cosine") and arg:
+        return f"{kind}:{os.path.abspath(os.path.expanduser(arg))}"
+    if not sep and kind not in ("minilm", "minilm-cosine") and Path(spec).expanduser().is_dir():
+        return os.path.abspath(os.path.expanduser(spec))
+    return spec
+
+
 @dataclass
 class RayPool:
     """Answers with ``actors`` Ray actors, each one model replica that loads the models once.
 
-    ``address`` is a running cluster's (``ray://HOST:10001`` or ``HOST:6379``);
+    ``address`` is a running cluster's (``HOST:6379`` or ``ray://HOST:10001``);
     ``"local"`` starts a Ray instance on 127.0.0.1 for this batch and stops it
     after. Every actor asks for ``threads`` CPUs (the generation threads of
-    each: ``settings.threads`` split between the actors, as for local workers).
-    Index and model paths are made absolute and must exist on every node at
-    that path (a shared file system, or the same copy on each); an actor that
-    cannot see them, or cannot load a model, ends the batch with one error
-    line before any question is asked. Questions go to whichever actor is free
-    (a window of two per actor), and records come back in input order.
+    each: ``settings.threads`` split between the actors, as for local workers);
+    a cluster with no node that large is refused. Index, model and evaluator
+    paths are made absolute and must exist on every node at that path (a shared
+    file system, or the same copy on each); an actor that cannot see them,
+    cannot load a model, or dies ends the batch with one error line. Each actor
+    gets its next question as soon as it returns one; the records come back in
+    input order (at most ``8 × actors`` finished ones wait for a slower one).
     """
 
     settings: Any
@@ -534,10 +545,10 @@ class RayPool:
 
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
         import ray
-        from ray.util import ActorPool
 
         threads = split_threads(self.settings.threads, self.actors)
-        update: dict[str, Any] = {"threads": threads, "index": Path(os.path.abspath(self.settings.index))}
+        update: dict[str, Any] = {"threads": threads, "index": Path(os.path.abspath(self.settings.index)),
+                                  "evaluator": absolute_evaluator(self.settings.evaluator)}  # fmt: skip
         if Path(self.settings.model).is_file():  # a path, not an embedded name: the same path on every node
             update["model"] = os.path.abspath(self.settings.model)
         share = self.settings.model_copy(update=update)
@@ -545,36 +556,73 @@ class RayPool:
         if started:
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
             if self.address == "local":
-                options.update(address="local", _node_ip_address="127.0.0.1", num_cpus=max(os.cpu_count() or 1,
-                               threads * self.actors))  # fmt: skip
+                options.update(address="local", _node_ip_address="127.0.0.1",
+                               num_cpus=max(os.cpu_count() or 1, threads))  # fmt: skip
             else:
                 options["address"] = self.address
             try:
                 ray.init(**options)
             except Exception as exc:
-                raise CragError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
-        replicas = []
+                raise CragError(f"cannot reach the Ray cluster at {self.address}: {_first_line(exc)}") from None
+        replicas: list = []
         try:
+            largest = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0)
+            if largest < threads:
+                raise CragError(f"each Ray actor needs {threads} CPUs (--threads split between {self.actors} actors), "
+                                f"but the largest node has {largest:g}: lower --threads")  # fmt: skip
             Replica = ray.remote(num_cpus=threads)(_Replica)
             replicas = [Replica.remote(share, self.mode) for _ in range(self.actors)]
-            for problem in ray.get([r.ready.remote() for r in replicas]):
+            for problem in _ray_get(ray, [r.ready.remote() for r in replicas]):
                 if problem:
                     raise CragError(problem)
-            pool = ActorPool(replicas)
-            window = 2 * self.actors
-            submitted = 0
-            for q in questions:
-                if submitted - window >= 0 and pool.has_next():
-                    yield pool.get_next()
-                pool.submit(lambda actor, line: actor.answer.remote(line), q)
-                submitted += 1
-            while pool.has_next():
-                yield pool.get_next()
+            yield from _ordered(ray, replicas, questions, window=8 * self.actors)
         finally:
             for r in replicas:
                 ray.kill(r)
             if started:
                 ray.shutdown()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _ray_get(ray, refs):
+    """``ray.get``, with a Ray failure (an actor died, a task crashed) as one :class:`CragError` line."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayError as exc:
+        raise CragError(f"a Ray actor failed: {type(exc).__name__}: {_first_line(exc)}") from None
+
+
+def _ordered(ray, replicas: list, questions: Iterable[QuestionLine], window: int) -> Iterator[Answered]:
+    """Hand each free actor the next question; yield the records in input order."""
+    free = list(replicas)
+    flying: dict = {}  # object ref -> (position, actor)
+    done: dict[int, Answered] = {}
+    todo = enumerate(questions)
+    next_out, given, exhausted = 0, 0, False
+    while True:
+        while free and not exhausted and given - next_out < window:
+            try:
+                i, q = next(todo)
+            except StopIteration:
+                exhausted = True
+                break
+            actor = free.pop()
+            flying[actor.answer.remote(q)] = (i, actor)
+            given += 1
+        if not flying:
+            return
+        ready, _ = ray.wait(list(flying), num_returns=1)
+        for ref in ready:
+            i, actor = flying.pop(ref)
+            done[i] = _ray_get(ray, ref)
+            free.append(actor)
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
 
 
 def load_models(pipeline, mode: str) -> None:

@@ -727,7 +727,8 @@ def train_evaluator(
                 fail("training data must be a file, not standard input")
     try:
         base_folder = None if base == "minilm" else Path(base.partition(":")[2] if base.startswith("t5:") else base)
-        check_output_folder(out, [x for x in (questions, pairs, settings.index, base_folder) if x is not None])
+        inputs = [x for x in (questions, pairs, settings.index, base_folder) if x is not None]
+        check_output_folder(out, inputs)
         for path in (questions, pairs):
             if path is not None:
                 from .files import refuse_input
@@ -801,7 +802,8 @@ def train_evaluator(
         err.print(notes[-1], markup=False)
     try:
         train_part, val_part = split_by_question(data, validation, train_seed)
-        card = train(train_part, val_part, out, config, data_note="; ".join(notes), log=lambda m: err.print(m, markup=False))
+        card = train(train_part, val_part, out, config, data_note="; ".join(notes), log=lambda m: err.print(m, markup=False),
+                     inputs=inputs)  # fmt: skip
     except CragError as exc:
         fail(str(exc))
     c = card["calibration"]

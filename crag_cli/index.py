@@ -492,7 +492,8 @@ class PassageStore(Sequence[Passage]):
         return Passage.from_dict(json.loads(os.pread(self._fd, end - start, start)))
 
     def __iter__(self) -> Iterator[Passage]:
-        with open(self.path, encoding="utf-8") as f:
+        with os.fdopen(os.dup(self._fd), "rb") as f:  # the file __getitem__ reads, even if the path was replaced
+            f.seek(0)
             for line in f:
                 if line.strip():
                     yield Passage.from_dict(json.loads(line))
@@ -568,6 +569,7 @@ class BM25Index:
 
         path = Path(path)
         manifest = read_manifest(path)
+        passages = None
         try:
             if (path / PASSAGE_OFFSETS).exists():
                 offsets = np.load(path / PASSAGE_OFFSETS, mmap_mode="r")
@@ -576,8 +578,11 @@ class BM25Index:
             passages = PassageStore(path / PASSAGES, offsets)
             retriever = bm25s.BM25.load(str(path / BM25_DIR), load_corpus=False, mmap=True, show_progress=False)
         except Exception as exc:
+            if passages is not None:
+                passages.close()
             raise IndexUnusableError(f"corrupt index at {path}: {type(exc).__name__}: {exc}") from None
         if len(passages) != manifest.get("passage_count") or retriever.scores.get("num_docs") != len(passages):
+            passages.close()
             raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest")
         return cls(path, manifest, passages, retriever)
 
@@ -585,9 +590,10 @@ class BM25Index:
         """The passages that hold a query term, ascending, and their BM25 scores for ``query``.
 
         Only the score matrix's columns of the query's terms are read (a term
-        asked twice counts twice, as in rank-bm25), and summed per passage with
-        ``np.bincount``: the work grows with how many passages hold the terms,
-        not with the size of the collection.
+        asked twice counts twice, as in rank-bm25) and added per passage in
+        float32, term after term, as bm25s adds them: the scores are bm25s's to
+        the bit, and the work grows with how many passages hold the terms, not
+        with the size of the collection.
 
         Returns
         -------
@@ -602,20 +608,23 @@ class BM25Index:
             dense = self.scores(query)
             hit = np.flatnonzero(dense)
             return hit, dense[hit]
-        indptr = s["indptr"]
+        indptr, indices, data = s["indptr"], s["indices"], s["data"]
         spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
-        idx = np.concatenate([s["indices"][a:b] for a, b in spans]).astype(np.int64, copy=False)
-        val = np.concatenate([s["data"][a:b] for a, b in spans]).astype(np.float64, copy=False)
         if len(spans) == 1:  # one term: each passage holds it once, already ascending
-            return idx, val.astype(np.float32)
-        if len(idx) > len(self.passages) // 4:  # many: one dense pass beats sorting them
-            dense = np.bincount(idx, weights=val, minlength=len(self.passages))
+            a, b = spans[0]
+            return np.asarray(indices[a:b], dtype=np.int64), np.asarray(data[a:b], dtype=np.float32)
+        held = sum(b - a for a, b in spans)
+        if held > len(self.passages) // 4:  # many: one dense array beats sorting them
+            dense = np.zeros(len(self.passages), dtype=np.float32)
+            for a, b in spans:  # a passage holds a term once: no index repeats within one +=
+                dense[indices[a:b]] += data[a:b]
             hit = np.flatnonzero(dense)  # (a score that sums to exactly 0 is dropped by search anyway)
-            return hit, dense[hit].astype(np.float32)
-        order = np.argsort(idx, kind="stable")
-        idx, val = idx[order], val[order]
-        first = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
-        return idx[first], np.add.reduceat(val, first).astype(np.float32)
+            return hit, dense[hit]
+        hit = np.unique(np.concatenate([indices[a:b] for a, b in spans])).astype(np.int64)
+        val = np.zeros(len(hit), dtype=np.float32)
+        for a, b in spans:
+            val[np.searchsorted(hit, indices[a:b])] += data[a:b]
+        return hit, val
 
     def scores(self, query: str):
         """BM25 score of every passage for ``query`` (a NumPy array in index order)."""

@@ -295,12 +295,13 @@ def check_output_folder(out: Path, inputs: Sequence[Path] = ()) -> None:
     out = Path(os.path.abspath(given))
     if out.exists() and not out.is_dir():
         raise TrainingError(f"--out {given} is a file, not a folder: crag leaves it alone")
-    cwd = Path.cwd()
-    if out == cwd or out in cwd.parents:
+    real = out.resolve()  # through any linked parent folder
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
         raise TrainingError(f"--out {given} is the current folder or one of its parents: choose a new folder")
     for path in inputs:
-        full = Path(os.path.abspath(path))
-        if full == out or out in full.parents or full in out.parents and is_crag_index(full):
+        full = Path(path).resolve()
+        if full == real or real in full.parents or full in real.parents and is_crag_index(full):
             raise TrainingError(f"--out {given} and the input {path} overlap: crag never writes over or into its inputs")
     if out.is_dir():
         entries = sorted(e.name for e in out.iterdir())
@@ -332,11 +333,14 @@ def train(
     config: TrainConfig,
     data_note: str = "",
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    inputs: Sequence[Path] = (),
 ) -> dict:
     """Fine-tune, keep the best epoch, calibrate on the validation questions, write ``out``; return the card.
 
     The folder is built beside ``out`` and renamed into place, so ``out`` is
-    either the old evaluator or the new one, never half of one.
+    either the old evaluator or the new one, never half of one; ``out`` is
+    checked (:func:`check_output_folder`, with ``inputs``) before training and
+    again just before the rename.
     """
     import numpy as np
     import torch
@@ -458,7 +462,7 @@ def train(
             }
             (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
             (final / "README.md").write_text(model_card(card), encoding="utf-8")
-            check_output_folder(out)  # again: training took a while, and the folder may have changed since
+            check_output_folder(out, inputs)  # again: training took a while, and the folder may have changed
             _replace_folder(final, out)
         except BaseException:
             files.remove(final)
@@ -516,9 +520,13 @@ def _replace_folder(new: Path, out: Path) -> None:
             out.rmdir()
     try:
         os.replace(new, out)
-    except OSError:
+    except OSError as exc:
         if old is not None:
-            os.replace(old, out)  # the old evaluator goes back where it was
+            try:
+                os.replace(old, out)  # the old evaluator goes back where it was
+            except OSError:
+                raise TrainingError(f"cannot write {out} ({exc.strerror or exc}); the evaluator that was there is "
+                                    f"at {old}: move it back before crag's next run cleans it up") from None  # fmt: skip
         raise
     if old is not None:
         files.remove(old)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
         build_evaluator(f"minilm:{out}").score([("a", "b")])
 
 
-def test_output_folder_must_be_crags(tmp_path, tiny_bert):
+def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
     (tmp_path / "thesis").mkdir()
     (tmp_path / "thesis" / "chapter1.txt").write_text("precious")
     pairs = toy_pairs(8)
@@ -162,6 +163,25 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert):
         check_output_folder(link)
     with pytest.raises(TrainingError, match="current folder"):
         check_output_folder(Path("."))
+    # a rename that fails at the last step puts the old evaluator back, whole
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    real_replace, calls = os.replace, []
+
+    def failing_replace(src, dst):
+        if Path(dst) == out:
+            calls.append(Path(src))
+            if len(calls) == 1:  # the new folder onto --out, after the old one was set aside
+                raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    import crag_cli.train as train_module
+
+    monkeypatch.setattr(train_module.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space left"):
+        train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2,
+              seed=7), log=lambda m: None)  # fmt: skip
+    monkeypatch.undo()
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before and len(calls) == 2  # tried, then restored
     with pytest.raises(TrainingError, match="both positives and negatives"):
         train([p for p in pairs if p.label], pairs, tmp_path / "new", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
 
@@ -242,7 +262,14 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev.use_thresholds(upper=0.9, lower=0.25)  # the floor is the lower threshold in force
     guarded = ev.score(inputs)
     assert all(g >= 0.25 for g in guarded)
-    assert all(g == pytest.approx(p, abs=1e-5) or p < 0.25 for g, p in zip(guarded, plain))  # only raised, to 0.25
+    assert all(g == pytest.approx(p, abs=1e-5) if p >= 0.25 else g == 0.25 for g, p in zip(guarded, plain))  # raised to 0.25
+    from crag_cli import build
+    from crag_cli.settings import Settings
+
+    in_force = build.evaluator(Settings(evaluator=f"minilm:{out}", upper=0.8, lower=0.1))  # --upper/--lower reach it
+    in_force.load()
+    in_force.set_guard({"cosine": -1.0, "score": card["thresholds"]["lower"]}, card["base"])
+    assert in_force.guard_floor() == 0.1
     assert all(g < 0.9 for g, p in zip(guarded, plain) if p < 0.9)  # never made Correct by the guard
     ev.use_thresholds(upper=0.2, lower=0.2)  # a floor at the upper threshold would make Correct: the guard is off
     assert ev.score(inputs) == pytest.approx(plain, abs=1e-5)
