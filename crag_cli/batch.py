@@ -512,16 +512,6 @@ def ray_missing() -> str | None:
     return None
 
 
-def absolute_evaluator(spec: str) -> str:
-    """``spec`` with a local folder made absolute (``minilm:./ev`` -> ``minilm:/abs/ev``), for other machines."""
-    kind, sep, arg = spec.partition(":")
-    if sep and kind in ("minilm", "t5", "minilm-cosine") and arg:
-        return f"{kind}:{os.path.abspath(os.path.expanduser(arg))}"
-    if not sep and kind not in ("minilm", "minilm-cosine") and Path(spec).expanduser().is_dir():
-        return os.path.abspath(os.path.expanduser(spec))
-    return spec
-
-
 @dataclass
 class RayPool:
     """Answers with ``actors`` Ray actors, each one model replica that loads the models once.
@@ -546,9 +536,11 @@ class RayPool:
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
         import ray
 
+        from .evaluator import absolute_spec
+
         threads = split_threads(self.settings.threads, self.actors)
         update: dict[str, Any] = {"threads": threads, "index": Path(os.path.abspath(self.settings.index)),
-                                  "evaluator": absolute_evaluator(self.settings.evaluator)}  # fmt: skip
+                                  "evaluator": absolute_spec(self.settings.evaluator)}  # fmt: skip
         if Path(self.settings.model).is_file():  # a path, not an embedded name: the same path on every node
             update["model"] = os.path.abspath(self.settings.model)
         share = self.settings.model_copy(update=update)

@@ -725,27 +725,21 @@ def train_evaluator(
             _input_file(path)
             if str(path) == "-":
                 fail("training data must be a file, not standard input")
-    try:
-        base_folder = None if base == "minilm" else Path(base.partition(":")[2] if base.startswith("t5:") else base)
-        inputs = [x for x in (questions, pairs, settings.index, base_folder) if x is not None]
-        check_output_folder(out, inputs)
-        for path in (questions, pairs):
-            if path is not None:
-                from .files import refuse_input
-
-                refuse_input(out, [path])
-    except CragError as exc:
-        fail(str(exc))
     kind, _, arg = base.partition(":")
     if base == "minilm":
         from .evaluator import EMBEDDED_BASE
 
-        base_name = EMBEDDED_BASE
+        base_name, base_folder = EMBEDDED_BASE, None
     else:
-        base_name = arg if kind == "t5" else base
-        if not Path(base_name).is_dir():
+        base_folder = Path(arg if kind == "t5" else base)
+        if not base_folder.is_dir():
             fail(f"--base {base}: no such model folder")
-        base_name = str(Path(base_name).resolve())
+        base_name = str(base_folder.resolve())
+    inputs = [x for x in (questions, pairs, settings.index, base_folder) if x is not None]
+    try:
+        check_output_folder(out, inputs)  # (an input at --out itself, or inside it, is refused there too)
+    except CragError as exc:
+        fail(str(exc))
     config = TrainConfig(
         base=base_name, epochs=epochs, batch_size=train_batch_size, learning_rate=learning_rate,
         max_length=train_max_length, lora_r=lora_r, lora_alpha=2 * lora_r, validation=validation, seed=train_seed,

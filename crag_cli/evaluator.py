@@ -339,6 +339,20 @@ def read_trained(path: Path) -> dict:
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
+def absolute_spec(spec: str) -> str:
+    """``spec`` naming the same evaluator from any working folder (a local path made absolute).
+
+    What is sent to other machines (Ray actors): ``minilm:./ev`` becomes the
+    folder's absolute path, ``t5:ckpt`` and ``minilm-cosine:model`` keep their
+    kind; the embedded evaluators are names and stay as they are.
+    """
+    kind, path = parse_spec(spec)
+    if path is None or Path(path).resolve() == EMBEDDED_EVALUATOR.resolve():
+        return spec
+    full = str(Path(path).resolve())
+    return full if kind == "trained" else f"{kind}:{full}"
+
+
 def trained_thresholds(spec: str) -> dict | None:
     """The thresholds stored with a trained evaluator (``upper``, ``lower``, ``filter``), or ``None``."""
     kind, path = parse_spec(spec)
@@ -452,6 +466,7 @@ class CrossEncoderEvaluator:
         self._guard: dict | None = None
         self._cosine: MiniLMEvaluator | None = None
         self._in_force: tuple[float, float] | None = None  # (upper, lower) the actions are decided with
+        self._stored_upper: float | None = None  # the upper threshold stored with it (read once, on load)
         self.forward_passes = 0
 
     def use_thresholds(self, upper: float, lower: float) -> None:
@@ -463,8 +478,9 @@ class CrossEncoderEvaluator:
         if not self._guard:
             return None
         if self._in_force is None:
-            stored = read_trained(self.path)["thresholds"]
-            upper, lower = float(stored["upper"]), float(self._guard["score"])
+            if self._stored_upper is None:
+                self._stored_upper = float(read_trained(self.path)["thresholds"]["upper"])
+            upper, lower = self._stored_upper, float(self._guard["score"])
         else:
             upper, lower = self._in_force
         return lower if lower < upper else None  # lifting to a floor at or above upper would make it Correct
@@ -486,6 +502,7 @@ class CrossEncoderEvaluator:
             raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
         self.max_length = min(self.max_length, int(manifest["max_length"]))
         self._tokenizer, self._model, self._t5 = tokenizer, model.eval(), is_t5(model)
+        self._stored_upper = float(manifest["thresholds"]["upper"])
         self.set_guard(manifest.get("topic_guard"), manifest["base"])
         torch.set_grad_enabled(False)
 

@@ -67,19 +67,7 @@ class TokenizerSettings:
         list of list of str
             One list of (stemmed, lower-cased, stopword-free) tokens per text.
         """
-        import bm25s
-
-        stemmer = _stemmer(self.stemmer)
-        out = bm25s.tokenize(
-            list(texts),
-            lower=self.lower,
-            token_pattern=self.splitter,
-            stopwords=self.stopwords,
-            stemmer=stemmer,
-            return_ids=False,
-            show_progress=False,
-        )
-        return [list(tokens) for tokens in out]
+        return [list(tokens) for tokens in self._bm25s(texts, return_ids=False)]
 
     def tokenize_ids(self, texts: Sequence[str]):
         """Tokenize as :meth:`tokenize` does, as bm25s's compact ``Tokenized`` (token ids and their vocabulary).
@@ -87,11 +75,14 @@ class TokenizerSettings:
         What the index is built from: a few bytes per token rather than one
         Python string each, so a million passages tokenize in memory.
         """
+        return self._bm25s(texts, return_ids=True)
+
+    def _bm25s(self, texts: Sequence[str], return_ids: bool):
         import bm25s
 
         return bm25s.tokenize(
             list(texts), lower=self.lower, token_pattern=self.splitter, stopwords=self.stopwords,
-            stemmer=_stemmer(self.stemmer), return_ids=True, show_progress=False,
+            stemmer=_stemmer(self.stemmer), return_ids=return_ids, show_progress=False,
         )  # fmt: skip
 
     def check(self) -> None:
@@ -603,16 +594,15 @@ class BM25Index:
         import numpy as np
 
         ids = self.retriever.get_tokens_ids(self.tokenizer.tokenize([query])[0])
-        s = self.retriever.scores
-        if not ids or self.retriever.nonoccurrence_array is not None:  # (a method that scores absent terms too)
-            dense = self.scores(query)
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if self.retriever.nonoccurrence_array is not None:  # (a method that scores absent terms too)
+            dense = self.retriever.get_scores_from_ids(ids)
             hit = np.flatnonzero(dense)
             return hit, dense[hit]
+        s = self.retriever.scores
         indptr, indices, data = s["indptr"], s["indices"], s["data"]
         spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
-        if len(spans) == 1:  # one term: each passage holds it once, already ascending
-            a, b = spans[0]
-            return np.asarray(indices[a:b], dtype=np.int64), np.asarray(data[a:b], dtype=np.float32)
         held = sum(b - a for a, b in spans)
         if held > len(self.passages) // 4:  # many: one dense array beats sorting them
             dense = np.zeros(len(self.passages), dtype=np.float32)
@@ -637,8 +627,6 @@ class BM25Index:
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The ``k`` best passages with a positive score, best first (ties keep index order)."""
-        import numpy as np
-
         idx, val = self.matched(query)
         positive = val > 0
         idx, val = idx[positive], val[positive]

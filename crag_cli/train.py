@@ -313,7 +313,7 @@ def check_output_folder(out: Path, inputs: Sequence[Path] = ()) -> None:
                     f"--out {given} is a folder that is not a crag evaluator: crag replaces only its own; choose a "
                     "new or empty folder"
                 ) from None
-            own = set(OWN_FILES) | set(manifest["files"] if isinstance(manifest["files"], dict) else ())
+            own = set(OWN_FILES) | set(manifest["files"])  # read_trained checked it is a non-empty mapping
             foreign = [e for e in entries if e not in own]
             if foreign:
                 raise TrainingError(

@@ -245,7 +245,7 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
         parse_spec(f"minilm:{tmp_path}")
 
 
-def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert, tmp_path):
+def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert, tmp_path, monkeypatch):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
     card = train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32,
@@ -267,6 +267,11 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     from crag_cli.settings import Settings
 
     in_force = build.evaluator(Settings(evaluator=f"minilm:{out}", upper=0.8, lower=0.1))  # --upper/--lower reach it
+    from crag_cli.evaluator import absolute_spec
+
+    monkeypatch.chdir(tmp_path)  # what a Ray actor is sent names the same evaluator from any folder
+    assert absolute_spec("minilm:ev") == absolute_spec("ev") == str(out.resolve())
+    assert absolute_spec("minilm") == "minilm" and absolute_spec("minilm-cosine") == "minilm-cosine"
     in_force.load()
     in_force.set_guard({"cosine": -1.0, "score": card["thresholds"]["lower"]}, card["base"])
     assert in_force.guard_floor() == 0.1
