@@ -9,6 +9,9 @@ that one step's memory does not count in another's:
 
 * **build**: ``crag_cli.index.build_index`` of that folder: seconds and peak
   resident memory (``ru_maxrss``);
+* **add one file**: a second file of ``ADDED`` documents is put beside the
+  collection and the index rebuilt (``crag index`` again): seconds, peak memory,
+  and how many files were read (the collection's file is reused, not read);
 * **disk**: bytes of the index folder;
 * **load**: ``BM25Index.load`` seconds, resident memory after the load and after
   the queries, which is what ``crag ask`` adds for its index; after the queries
@@ -36,14 +39,15 @@ import tempfile
 from pathlib import Path
 
 SEED = 13
+ADDED = 10  # documents in the file added to a built collection
 
 BUILD = """
 import json, resource, sys, time
 from crag_cli.index import build_index
 start = time.perf_counter()
 report = build_index(sys.argv[1], sys.argv[2])
-print(json.dumps({"build_s": time.perf_counter() - start, "passages": report.passages,
-                  "build_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({"build_s": time.perf_counter() - start, "passages": report.passages, "read": report.read,
+                  "reused": report.reused, "build_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 QUERY = """
@@ -120,13 +124,14 @@ def markdown(rows: list[dict], machine: str) -> str:
         f"Machine: {machine}. Command: `python benchmarks/scale.py --data ../shared/bench/popqa "
         f"--sizes {','.join(str(r['size']) for r in rows)} --out OUTDIR`.",
         "",
-        "| passages | build s | build peak MB | index MB on disk | load s | RSS after load MB | RSS after queries MB "
-        "(private + mapped files) | query p50 ms | query p99 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| passages | build s | build peak MB | add one file s | add peak MB | index MB on disk | load s | "
+        "RSS after load MB | RSS after queries MB (private + mapped files) | query p50 ms | query p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['passages']:,} | {r['build_s']:.1f} | {r['build_peak_mb']:.0f} | {r['disk_mb']:.1f} | "
+            f"| {r['passages']:,} | {r['build_s']:.1f} | {r['build_peak_mb']:.0f} | {r['add_s']:.1f} | "
+            f"{r['add_peak_mb']:.0f} | {r['disk_mb']:.1f} | "
             f"{r['load_s']:.3f} | {r['rss_after_load_mb']:.0f} | {r['rss_after_queries_mb']:.0f} "
             f"({r['anon_after_queries_mb']:.0f} + {r['file_after_queries_mb']:.0f}) | "
             f"{r['query_p50_ms']:.2f} | {r['query_p99_ms']:.2f} |"
@@ -142,7 +147,7 @@ def chart(rows: list[dict], path: Path) -> None:
 
     x = [r["passages"] for r in rows]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for key, label in [("build_s", "build (s)"), ("load_s", "load (s)")]:
+    for key, label in [("build_s", "build (s)"), ("add_s", "add one file (s)"), ("load_s", "load (s)")]:
         axes[0].plot(x, [r[key] for r in rows], marker="o", label=label)
     for key, label in [("query_p50_ms", "query p50 (ms)"), ("query_p99_ms", "query p99 (ms)")]:
         axes[1].plot(x, [r[key] for r in rows], marker="o", label=label)
@@ -185,6 +190,10 @@ def main() -> None:
         make_collection(pool, size, docs / "collection.jsonl")
         row = {"size": size, **run_json(BUILD, str(docs), str(index))}
         row["disk_mb"] = folder_bytes(index) / 1e6
+        make_collection(pool, ADDED, docs / "added.jsonl", seed=SEED + 1)
+        added = run_json(BUILD, str(docs), str(index))
+        assert added["passages"] == row["passages"] + ADDED and (added["read"], added["reused"]) == (1, 1), added
+        row.update(add_s=added["build_s"], add_peak_mb=added["build_peak_mb"])
         row.update(run_json(QUERY, str(index), json.dumps(questions)))
         print(f"scale: {json.dumps(row)}", file=sys.stderr)
         rows.append(row)

@@ -210,12 +210,14 @@ def index(
     docs: Annotated[Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm and .jsonl documents.")],
     settings: Settings,
     passage_words: Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")] = 100,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild even if nothing changed.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")
+    ] = False,
     include_hidden: Annotated[
         bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
     ] = False,
 ) -> None:
-    """Build a BM25 index of a folder of documents (skipped when the folder is unchanged).
+    """Build a BM25 index of a folder of documents; a rebuild reads only new and changed files.
 
     The index folder must be new, empty or a crag index: crag never replaces a
     folder it did not write, nor the documents folder or one of its parents.
@@ -257,6 +259,7 @@ def index(
         err.print(
             f"indexed {report.documents} documents from {report.files} files into {report.passages} passages "
             f"at {settings.index} in {report.seconds:.1f} s"
+            + (f" ({report.read} file(s) read, {report.reused} unchanged taken from the old index)" if report.reused else "")
             + (f"; skipped {len(report.skipped)}" if report.skipped else "")
         )
 

@@ -370,34 +370,55 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
     for done, path in enumerate(listing.paths, 1):
         rel = listing.rel(path)
-        suffix = path.suffix.lower()
         try:
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                report.skipped.append((rel, f"unreadable ({exc.strerror or exc})"))
-                continue
-            try:
-                if suffix in JSONL_SUFFIXES:
-                    docs = _read_jsonl(rel, data, report.skipped)
-                else:
-                    docs = _read_text_file(path, rel, data)
-            except UnicodeDecodeError:
-                report.skipped.append((rel, "not UTF-8"))
-                continue
-            except Exception as exc:  # a parser failing on one file must not stop the folder
-                report.skipped.append((rel, f"unparsable ({type(exc).__name__}: {exc})"))
-                continue
-            report.files.append(SourceFile(rel, len(data)))
-            for doc in docs:
-                if doc.text.strip():
-                    report.documents.append(doc)
-                else:
-                    report.skipped.append((doc.source, "no text"))
+            docs, skipped, size = read_file(path, rel)
+            report.skipped.extend(skipped)
+            if size is not None:
+                report.files.append(SourceFile(rel, size))
+            report.documents.extend(docs)
         finally:
             if progress is not None:
                 progress(rel, done, len(listing.paths))
     return report
+
+
+def read_file(path: Path, rel: str) -> tuple[list[Document], list[tuple[str, str]], int | None]:
+    """Read and parse one supported file.
+
+    Parameters
+    ----------
+    path : Path
+    rel : str
+        Its name as reported (relative to the folder read).
+
+    Returns
+    -------
+    (list of Document, list of (str, str), int or None)
+        Its documents with text, what was skipped and why (the file, or lines and
+        documents of it), and its size in bytes (``None`` when it could not be read
+        or parsed).
+    """
+    skipped: list[tuple[str, str]] = []
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
+    try:
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            docs = _read_jsonl(rel, data, skipped)
+        else:
+            docs = _read_text_file(path, rel, data)
+    except UnicodeDecodeError:
+        return [], [(rel, "not UTF-8")], None
+    except Exception as exc:  # a parser failing on one file must not stop the folder
+        return [], [(rel, f"unparsable ({type(exc).__name__}: {exc})")], None
+    kept = []
+    for doc in docs:
+        if doc.text.strip():
+            kept.append(doc)
+        else:
+            skipped.append((doc.source, "no text"))
+    return kept, skipped, len(data)
 
 
 def read_folder(folder: Path, progress=None, include_hidden: bool = False) -> CorpusReport:

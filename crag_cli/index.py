@@ -2,21 +2,26 @@
 
 The scoring is Okapi BM25 as in rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75,
 term frequency saturated as ``tf·(k1+1) / (tf + k1·(1-b+b·|d|/avgdl))``,
-idf ``log((N-df+0.5)/(df+0.5))``), computed by bm25s (``method="atire"`` for the
-term-frequency part, ``idf_method="robertson"``). The one difference: a term in
-more than half of the passages gets idf 0 here, where rank-bm25 gives it
-``0.25 × mean idf``.
+idf ``log((N-df+0.5)/(df+0.5))``), with bm25s's tokenizer and weights (see
+:mod:`crag_cli.bm25`). The one difference: a term in more than half of the
+passages gets idf 0 here, where rank-bm25 gives it ``0.25 × mean idf``.
 
 On disk an index is a directory::
 
     manifest.json       format version, tokenizer settings, counts, source files
-    passages.jsonl      one Passage per line, in index order
+                        (each with its size, modification time, sha256 and passages)
+    passages.jsonl      one Passage per line, in index order (the files' order)
     passages.offsets.npy  where each line starts (int64 byte offsets, one more than passages)
-    bm25/               the bm25s score matrix and vocabulary
+    bm25/               the term matrix: vocabulary, term counts and BM25 weights
 
-A loaded index keeps neither the passages nor the score matrix in memory: the
+A loaded index keeps neither the passages nor the term matrix in memory: the
 matrix is memory-mapped and a passage is read from ``passages.jsonl`` when a
 search returns it, so a process's memory does not grow with the collection.
+
+A rebuild is incremental: the passages and term counts of files whose size and
+sha256 are unchanged are taken from the old index, only new and changed files
+are read and tokenized, and the BM25 weights are recomputed; the result is the
+index a full build would write (``--force`` does a full build).
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence, overload
 
 from . import files
-from .corpus import Passage, list_files, read_files, split_passages
+from .bm25 import FILES as TERM_FILES
+from .bm25 import BM25Params, TermMatrix, count_terms
+from .corpus import Passage, list_files, read_file, split_passages
 from .errors import CragError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 PASSAGE_OFFSETS = "passages.offsets.npy"
@@ -121,14 +128,6 @@ def _stemmer(name: str | None):
 
 
 @dataclass(frozen=True)
-class BM25Params:
-    k1: float = 1.5
-    b: float = 0.75
-    method: str = "atire"
-    idf_method: str = "robertson"
-
-
-@dataclass(frozen=True)
 class Hit:
     """One retrieved passage with its BM25 score and 1-based rank."""
 
@@ -163,16 +162,18 @@ class BuildReport:
     hidden: list[str] = field(default_factory=list)  # hidden files and folders left out
     indexes: list[str] = field(default_factory=list)  # index folders inside the documents, left out
     cleaned: int = 0  # temporaries of killed runs removed
+    read: int = 0  # files read and tokenized
+    reused: int = 0  # files whose passages and term counts came from the old index
 
 
-def _fingerprint(sources: list[dict], passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
-    return {
-        "format_version": FORMAT_VERSION,
-        "passage_words": passage_words,
-        "tokenizer": asdict(tok),
-        "bm25": asdict(params),
-        "sources": sources,
-    }
+def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
+    """The settings an index was built with: an index with other settings is rebuilt."""
+    return {"format_version": FORMAT_VERSION, "passage_words": passage_words, "tokenizer": asdict(tok), "bm25": asdict(params)}
+
+
+def _content(sources: list[dict]) -> list[tuple]:
+    """What identifies the indexed files: path, size and sha256 of each, in order."""
+    return [(s.get("path"), s.get("size"), s.get("sha256")) for s in sources if isinstance(s, dict)]
 
 
 def is_crag_index(path: Path) -> bool:
@@ -180,8 +181,9 @@ def is_crag_index(path: Path) -> bool:
 
     That is: a real folder (not a link) holding only ``manifest.json`` (a JSON object
     with crag's format version, passage count, tokenizer and sources),
-    ``passages.jsonl``, ``passages.offsets.npy`` and ``bm25/`` (bm25s's ``*.index.npy`` / ``*.index.json``
-    files). This is the only kind of folder ``crag index`` replaces; one holding
+    ``passages.jsonl``, ``passages.offsets.npy`` and ``bm25/`` (the term matrix's
+    files, or the ``*.index.npy`` / ``*.index.json`` files of bm25s that format 1
+    wrote). This is the only kind of folder ``crag index`` replaces; one holding
     anything else (a user's file dropped into it, a web app's own
     ``manifest.json``) is never touched.
     """
@@ -200,8 +202,9 @@ def is_crag_index(path: Path) -> bool:
         if BM25_DIR in entries:
             if not entries[BM25_DIR].is_dir(follow_symlinks=False):
                 return False
-            for entry in os.scandir(path / BM25_DIR):
-                if not (entry.is_file(follow_symlinks=False) and entry.name.endswith((".index.npy", ".index.json"))):
+            for entry in os.scandir(path / BM25_DIR):  # crag's term matrix, or bm25s's files (format 1)
+                name = entry.name
+                if not (entry.is_file(follow_symlinks=False) and (name in TERM_FILES or name.endswith((".index.npy", ".index.json")))):
                     return False
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -297,6 +300,58 @@ def _manifest_problem(manifest: dict) -> str | None:
     return None
 
 
+@dataclass
+class _OldIndex:
+    """An existing index whose passages and term counts a rebuild can take over."""
+
+    manifest: dict
+    sources: dict[str, dict]  # by path: size, sha256, passages [start, end), ...
+    passages: "PassageStore"
+    terms: TermMatrix
+
+
+def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings) -> _OldIndex | None:
+    """The old index at ``index_dir`` if its passages can be reused (same format, passage size and tokenizer)."""
+    import numpy as np
+
+    if not is_crag_index(index_dir):
+        return None
+    try:
+        manifest = read_manifest(index_dir)
+        if manifest.get("passage_words") != passage_words or manifest.get("tokenizer") != asdict(tokenizer):
+            return None
+        sources = {s["path"]: s for s in manifest["sources"]}
+        terms = TermMatrix.load(index_dir / BM25_DIR)
+        passages = PassageStore(index_dir / PASSAGES, np.load(index_dir / PASSAGE_OFFSETS, mmap_mode="r"))
+    except Exception:  # unreadable in any way: a full build replaces it
+        return None
+    n = manifest["passage_count"]
+    ranges_ok = all(
+        isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n for s in sources.values()
+    )
+    if terms.n != n or len(passages) != n or not ranges_ok:
+        passages.close()
+        return None
+    return _OldIndex(manifest, sources, passages, terms)
+
+
+def _source_entry(path: Path, rel: str, previous: dict | None) -> dict:
+    """``path``, ``size``, ``mtime_ns`` and ``sha256`` of a listed file.
+
+    The sha256 is taken from ``previous`` (the old manifest's entry) when size and
+    modification time are the same, as git and rsync do; otherwise the file is
+    read and hashed. An unreadable file gets size -1.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"path": rel, "size": -1, "mtime_ns": 0, "sha256": ""}
+    if previous and previous.get("size") == st.st_size and previous.get("mtime_ns") == st.st_mtime_ns:
+        return {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": previous.get("sha256", "")}
+    size, sha256 = files.digest(path) or (-1, "")
+    return {"path": rel, "size": size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+
+
 def build_index(
     docs: Path,
     index_dir: Path,
@@ -314,18 +369,22 @@ def build_index(
     parents. The index is written to a temporary folder beside it and renamed
     into place, so a crash never leaves a half-written index; temporaries of
     killed runs are removed. Hidden files and folders and index folders inside
-    ``docs`` are left out (hidden ones are read with ``include_hidden``). When the
-    manifest of the existing index lists the same files with the same sizes and
-    sha256 and the same settings, nothing is parsed or rebuilt and the report's
-    status is ``"unchanged"``.
+    ``docs`` are left out (hidden ones are read with ``include_hidden``).
+
+    When the existing index lists the same files with the same sizes and sha256
+    and the same settings, nothing is parsed or rebuilt and the report's status
+    is ``"unchanged"``. Otherwise the passages and term counts of the files that
+    are unchanged are taken from the existing index (when it has the same
+    passage size and tokenizer), only the others are read and tokenized, and
+    the BM25 weights are recomputed; ``force`` reads every file again. A file
+    whose size and modification time are those in the manifest is not hashed
+    again.
 
     Raises
     ------
     IndexUnusableError
         When ``docs`` does not exist or yields no passage, or ``index_dir`` may not be written.
     """
-    import bm25s
-
     from . import __version__
 
     start = time.perf_counter()
@@ -336,36 +395,95 @@ def build_index(
     check_index_target(docs, shown)
     cleaned = files.clean_stale(index_dir)
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
-    sources = []
-    for path in listing.paths:
-        size, sha256 = files.digest(path) or (-1, "")
-        sources.append({"path": listing.rel(path), "size": size, "sha256": sha256})
-    fingerprint = _fingerprint(sources, passage_words, tokenizer, params)
-    left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
-    if not force and is_crag_index(index_dir):
-        try:
-            old = read_manifest(index_dir)
-        except IndexUnusableError:
-            old = None
-        if old is not None and all(old.get(k) == v for k, v in fingerprint.items()):
-            skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in old.get("skipped", []) if isinstance(s, dict)]
+    old = None if force else _reusable(index_dir, passage_words, tokenizer)
+    try:
+        previous = {}
+        if is_crag_index(index_dir):
+            try:
+                previous = {s["path"]: s for s in read_manifest(index_dir)["sources"] if isinstance(s, dict) and "path" in s}
+            except (IndexUnusableError, KeyError, TypeError):
+                previous = {}
+        sources = [_source_entry(p, listing.rel(p), previous.get(listing.rel(p))) for p in listing.paths]
+        settings = _fingerprint(passage_words, tokenizer, params)
+        left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
+        if not force and old is not None and _content(old.manifest["sources"]) == _content(sources) and all(
+            old.manifest.get(k) == v for k, v in settings.items()
+        ):
+            m = old.manifest
+            skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in m.get("skipped", []) if isinstance(s, dict)]
             return BuildReport(
-                "unchanged", old.get("passage_count", 0), old.get("document_count", 0), len(listing.paths),
-                skipped, time.perf_counter() - start, **left_out,
+                "unchanged", m.get("passage_count", 0), m.get("document_count", 0), len(listing.paths),
+                skipped, time.perf_counter() - start, **left_out, reused=len(listing.paths),
             )  # fmt: skip
-    report = read_files(listing, progress=progress)
-    passages: list[Passage] = []
-    for doc in report.documents:
-        passages.extend(split_passages(doc, passage_words))
-    if not passages:
+        return _write_index(docs, index_dir, shown, listing, sources, settings, old, tokenizer, params,
+                            passage_words, progress, start, left_out, __version__)  # fmt: skip
+    finally:
+        if old is not None:
+            old.passages.close()
+
+
+def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokenizer, params, passage_words,
+                 progress, start, left_out, version) -> BuildReport:  # fmt: skip
+    """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
+    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
+    read = reused = documents = 0
+    for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
+        prev = old.sources.get(src["path"]) if old is not None else None
+        if prev is not None and src["size"] >= 0 and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"]):
+            pieces.append(range(*prev["passages"]))
+            src_docs = int(prev.get("documents", 0))
+            src_skipped = [tuple(x) for x in prev.get("skipped", [])]
+            reused += 1
+        else:
+            found, src_skipped, _ = read_file(path, src["path"])
+            pieces.append([p for d in found for p in split_passages(d, passage_words)])
+            src_docs = len(found)
+            read += 1
+        src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
+        documents += src_docs
+        skipped.extend(src_skipped)
+        if progress is not None:
+            progress(src["path"], done, len(listing.paths))
+    total = sum(len(p) for p in pieces)
+    if not total:
         raise IndexUnusableError(
             f"no documents to index in {docs} "
-            f"({len(report.skipped)} file(s) skipped; supported: .txt .md .html .htm .jsonl)"
+            f"({len(skipped)} file(s) skipped; supported: .txt .md .html .htm .jsonl)"
         )
-    tokens = tokenizer.tokenize_ids([_index_text(p) for p in passages])
-    retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method, idf_method=params.idf_method)
-    retriever.index(tokens, show_progress=False)
-    del tokens
+
+    # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
+    vocab = list(old.terms.vocab) if old is not None else []
+    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
+    ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
+    term_id = {t: i for i, t in enumerate(vocab)}
+    local = np.empty(len(local_vocab), dtype=np.int32)
+    for token, i in local_vocab.items():
+        local[i] = term_id.setdefault(token, len(term_id))
+    vocab.extend(list(term_id)[len(vocab) :])
+    new_counts = count_terms(ids, len(local_vocab))
+    del ids
+    new_counts = sp.csr_matrix((new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab)))
+    old_counts = None
+    if old is not None:
+        c = old.terms.counts()
+        old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
+    blocks, at = [], 0
+    for piece in pieces:
+        if isinstance(piece, range):
+            blocks.append(old_counts[piece.start : piece.stop])
+        else:
+            blocks.append(new_counts[at : at + len(piece)])
+            at += len(piece)
+    counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
+    live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
+    if len(live) < len(vocab):
+        counts, vocab = counts[:, live], [vocab[i] for i in live]
+    terms = TermMatrix.from_counts(counts, vocab, params)
+    del counts, blocks, new_counts, old_counts
 
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -374,15 +492,20 @@ def build_index(
         raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     old_dir = None
     try:
-        retriever.save(str(tmp / BM25_DIR))
-        write_passages(passages, tmp / PASSAGES, tmp / PASSAGE_OFFSETS)
+        terms.save(tmp / BM25_DIR)
+        at = 0
+        for src, piece in zip(sources, pieces):
+            src["passages"] = [at, at + len(piece)]
+            at += len(piece)
+        write_passages(pieces, tmp / PASSAGES, tmp / PASSAGE_OFFSETS, old.passages if old is not None else None)
         manifest = {
-            **fingerprint,
-            "passage_count": len(passages),
-            "document_count": len(report.documents),
-            "skipped": [{"path": p, "reason": r} for p, r in report.skipped],
+            **settings,
+            "sources": sources,
+            "passage_count": total,
+            "document_count": documents,
+            "skipped": [{"path": p, "reason": r} for p, r in skipped],
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "created_by": f"crag-cli {__version__}",
+            "created_by": f"crag-cli {version}",
             "docs": str(docs.resolve()),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -403,8 +526,8 @@ def build_index(
     if old_dir is not None:
         files.remove(old_dir)
     return BuildReport(
-        "built", len(passages), len(report.documents), len(listing.paths), report.skipped,
-        time.perf_counter() - start, **left_out,
+        "built", total, documents, len(listing.paths), skipped, time.perf_counter() - start, **left_out,
+        read=read, reused=reused,
     )  # fmt: skip
 
 
@@ -413,39 +536,47 @@ def _index_text(p: Passage) -> str:
     return f"{p.title}\n{p.text}" if p.title else p.text
 
 
-def write_passages(passages: Sequence[Passage], path: Path, offsets_path: Path) -> None:
-    """Write ``passages`` as JSON lines to ``path`` and where each line starts to ``offsets_path``.
+def write_passages(
+    pieces: Sequence[range | Sequence[Passage]], path: Path, offsets_path: Path, old: "PassageStore | None" = None
+) -> None:
+    """Write passages as JSON lines to ``path`` and where each line starts to ``offsets_path``.
 
     Parameters
     ----------
-    passages : sequence of Passage
+    pieces : sequence of (range or sequence of Passage)
+        In order: new passages, or a range of ``old``'s passages (copied as they
+        are stored, without parsing).
     path : Path
         The JSON-lines file, one passage per line, in order.
     offsets_path : Path
-        A NumPy ``int64`` array of ``len(passages) + 1`` byte offsets: line ``i``
+        A NumPy ``int64`` array of ``passages + 1`` byte offsets: line ``i``
         is ``path``'s bytes ``offsets[i]:offsets[i + 1]``.
+    old : PassageStore, optional
+        The store the ranges refer to.
     """
     import numpy as np
 
-    offsets = np.empty(len(passages) + 1, dtype=np.int64)
-    offsets[0] = 0
+    parts = [np.zeros(1, dtype=np.int64)]
+    pos = 0
     with open(path, "wb") as f:
-        for i, p in enumerate(passages):
-            line = (json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
-            f.write(line)
-            offsets[i + 1] = offsets[i] + len(line)
-    np.save(offsets_path, offsets)
-
-
-def line_offsets(path: Path):
-    """Byte offsets of the lines of ``path`` (and its size): for an index written before the offsets file."""
-    import numpy as np
-
-    starts = [0]
-    with open(path, "rb") as f:
-        for line in f:
-            starts.append(starts[-1] + len(line))
-    return np.asarray(starts, dtype=np.int64)
+        for piece in pieces:
+            if isinstance(piece, range):
+                if not len(piece):
+                    continue
+                a, b = int(old._offsets[piece.start]), int(old._offsets[piece.stop])
+                for chunk_at in range(a, b, 1 << 24):
+                    f.write(os.pread(old._fd, min(1 << 24, b - chunk_at), chunk_at))
+                parts.append(np.asarray(old._offsets[piece.start + 1 : piece.stop + 1], dtype=np.int64) - a + pos)
+                pos += b - a
+                continue
+            ends = np.empty(len(piece), dtype=np.int64)
+            for i, p in enumerate(piece):
+                line = (json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+                f.write(line)
+                pos += len(line)
+                ends[i] = pos
+            parts.append(ends)
+    np.save(offsets_path, np.concatenate(parts))
 
 
 class PassageStore(Sequence[Passage]):
@@ -539,52 +670,47 @@ def top_k(scores, k: int) -> list[int]:
 
 
 class BM25Index:
-    """A loaded index: passages (read on demand) plus the memory-mapped bm25s retriever."""
+    """A loaded index: passages (read on demand) plus the memory-mapped term matrix."""
 
-    def __init__(self, path: Path, manifest: dict, passages: Sequence[Passage], retriever) -> None:
+    def __init__(self, path: Path, manifest: dict, passages: Sequence[Passage], terms: TermMatrix) -> None:
         self.path = Path(path)
         self.manifest = manifest
         self.passages = passages
-        self.retriever = retriever
+        self.terms = terms
+        self.term_id = {t: i for i, t in enumerate(terms.vocab)}
         self.tokenizer = TokenizerSettings(**manifest["tokenizer"])
 
     @classmethod
     def load(cls, path: Path) -> "BM25Index":
         """Load an index written by :func:`build_index`; a clear :class:`IndexUnusableError` if it is not usable.
 
-        The score matrix and the passage offsets are memory-mapped, the passages
+        The term matrix and the passage offsets are memory-mapped, the passages
         read when asked for: loading takes about the same time at any size.
         """
-        import bm25s
         import numpy as np
 
         path = Path(path)
         manifest = read_manifest(path)
         passages = None
         try:
-            if (path / PASSAGE_OFFSETS).exists():
-                offsets = np.load(path / PASSAGE_OFFSETS, mmap_mode="r")
-            else:  # written before offsets were stored
-                offsets = line_offsets(path / PASSAGES)
-            passages = PassageStore(path / PASSAGES, offsets)
-            retriever = bm25s.BM25.load(str(path / BM25_DIR), load_corpus=False, mmap=True, show_progress=False)
+            passages = PassageStore(path / PASSAGES, np.load(path / PASSAGE_OFFSETS, mmap_mode="r"))
+            terms = TermMatrix.load(path / BM25_DIR)
         except Exception as exc:
             if passages is not None:
                 passages.close()
             raise IndexUnusableError(f"corrupt index at {path}: {type(exc).__name__}: {exc}") from None
-        if len(passages) != manifest.get("passage_count") or retriever.scores.get("num_docs") != len(passages):
+        if len(passages) != manifest.get("passage_count") or terms.n != len(passages):
             passages.close()
             raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest")
-        return cls(path, manifest, passages, retriever)
+        return cls(path, manifest, passages, terms)
 
     def matched(self, query: str):
         """The passages that hold a query term, ascending, and their BM25 scores for ``query``.
 
-        Only the score matrix's columns of the query's terms are read (a term
+        Only the term matrix's columns of the query's terms are read (a term
         asked twice counts twice, as in rank-bm25) and added per passage in
-        float32, term after term, as bm25s adds them: the scores are bm25s's to
-        the bit, and the work grows with how many passages hold the terms, not
-        with the size of the collection.
+        float32, term after term (as bm25s adds them): the work grows with how
+        many passages hold the terms, not with the size of the collection.
 
         Returns
         -------
@@ -593,15 +719,10 @@ class BM25Index:
         """
         import numpy as np
 
-        ids = self.retriever.get_tokens_ids(self.tokenizer.tokenize([query])[0])
+        ids = [self.term_id[t] for t in self.tokenizer.tokenize([query])[0] if t in self.term_id]
         if not ids:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        if self.retriever.nonoccurrence_array is not None:  # (a method that scores absent terms too)
-            dense = self.retriever.get_scores_from_ids(ids)
-            hit = np.flatnonzero(dense)
-            return hit, dense[hit]
-        s = self.retriever.scores
-        indptr, indices, data = s["indptr"], s["indices"], s["data"]
+        indptr, indices, data = self.terms.indptr, self.terms.indices, self.terms.weights
         spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
         held = sum(b - a for a, b in spans)
         if held > len(self.passages) // 4:  # many: one dense array beats sorting them
@@ -617,13 +738,13 @@ class BM25Index:
         return hit, val
 
     def scores(self, query: str):
-        """BM25 score of every passage for ``query`` (a NumPy array in index order)."""
+        """BM25 score of every passage for ``query`` (a NumPy float32 array in index order)."""
         import numpy as np
 
-        tokens = [t for t in self.tokenizer.tokenize([query])[0] if t in self.retriever.vocab_dict]
-        if not tokens:
-            return np.zeros(len(self.passages), dtype=np.float32)
-        return self.retriever.get_scores(tokens)
+        dense = np.zeros(len(self.passages), dtype=np.float32)
+        idx, val = self.matched(query)
+        dense[idx] = val
+        return dense
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The ``k`` best passages with a positive score, best first (ties keep index order)."""

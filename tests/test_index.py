@@ -17,6 +17,21 @@ def _corpus(tmp_path, texts):
     return d
 
 
+def _bm25s_of(index):
+    """bm25s's BM25 over the index's passages (title and text, as crag indexes them)."""
+    import bm25s
+
+    texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in index.passages]
+    reference = bm25s.BM25(k1=1.5, b=0.75, method="atire", idf_method="robertson")
+    reference.index(TokenizerSettings().tokenize_ids(texts), show_progress=False)
+    return reference
+
+
+def _bm25s_scores(reference, query):
+    tokens = [t for t in TokenizerSettings().tokenize([query])[0] if t in reference.vocab_dict]
+    return reference.get_scores(tokens) if tokens else np.zeros(reference.scores["num_docs"], dtype=np.float32)
+
+
 def test_scores_equal_rank_bm25_okapi_on_the_same_tokens(tmp_path):
     rng = np.random.default_rng(0)
     vocab = [f"term{i}" for i in range(60)]
@@ -59,7 +74,7 @@ def test_manifest_and_unchanged_and_changed(docs_dir, tmp_path):
     first = build_index(docs_dir, out)
     assert first.status == "built"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == 2
     assert manifest["passage_count"] == first.passages
     src = {s["path"]: s for s in manifest["sources"]}
     assert src["paris.txt"]["size"] == (docs_dir / "paris.txt").stat().st_size
@@ -109,13 +124,12 @@ def test_loaded_passages_are_read_from_disk_on_demand(built_index, tmp_path):
     assert isinstance(index.passages, PassageStore) and len(index.passages) == len(lines) > 2
     assert [p.to_dict() for p in index.passages] == [json.loads(x) for x in lines]  # iteration, in order
     assert index.passages[-1].to_dict() == json.loads(lines[-1]) and index.passages[1:3] == list(index.passages)[1:3]
-    assert isinstance(index.retriever.scores["data"], np.memmap)  # the score matrix is mapped, not read
+    assert isinstance(index.terms.weights, np.memmap) and isinstance(index.terms.indices, np.memmap)  # mapped, not read
     import pickle
 
     assert list(pickle.loads(pickle.dumps(index.passages))) == list(index.passages)  # reaches a worker process
     hits = index.search("Paris", 3)
     assert hits
-    (built_index / PASSAGE_OFFSETS).unlink()  # an index written before the offsets file still loads, the same
     assert BM25Index.load(built_index).search("Paris", 3) == hits
     np.save(built_index / PASSAGE_OFFSETS, np.array([0, 5], dtype=np.int64))
     with pytest.raises(IndexUnusableError, match="corrupt index"):
@@ -129,13 +143,85 @@ def test_search_reads_only_the_query_terms_and_ranks_as_the_full_scores_do(tmp_p
     texts[10:13] = ["rare1 w1 rare3.", "rare2 rare1 rare1 rare3.", "rare2 rare3."]  # few matches: summed by sorting, not densely
     build_index(_corpus(tmp_path, texts), tmp_path / "ix")
     index = BM25Index.load(tmp_path / "ix")
+    reference = _bm25s_of(index)
     for query in ["rare1 rare2", "rare3 rare1 rare2 rare3", "rare2 w1", "rare1 rare2 w1 w2 w3", "w1", "w1 w2", "w3 w3 w39", "w5 w6 w7 w8 w9 w10", "nothing here", "w11 unknown"]:
-        dense = index.scores(query)  # bm25s's own scoring of every passage: the reference
+        dense = _bm25s_scores(reference, query)  # bm25s's own scoring of every passage: the reference
         idx, val = index.matched(query)
         assert list(idx) == [int(i) for i in np.flatnonzero(dense)]
         np.testing.assert_array_equal(val, dense[idx])  # bm25s's own float32 sums, to the bit
+        np.testing.assert_array_equal(index.scores(query), dense)
         for k in (1, 5, 300):
             want = [int(i) for i in np.argsort(-dense, kind="stable")[:k] if dense[i] > 0]
             got = index.search(query, k)
             assert [h.passage.id for h in got] == [index.passages[i].id for i in want]
             assert [h.rank for h in got] == list(range(1, len(want) + 1))
+
+
+def _same_index(a, b, queries):
+    """Two index folders hold the same passages (byte for byte) and score every query the same."""
+    from crag_cli.index import PASSAGE_OFFSETS, PASSAGES
+
+    assert (a / PASSAGES).read_bytes() == (b / PASSAGES).read_bytes()
+    assert np.array_equal(np.load(a / PASSAGE_OFFSETS), np.load(b / PASSAGE_OFFSETS))
+    ia, ib = BM25Index.load(a), BM25Index.load(b)
+    assert sorted(ia.terms.vocab) == sorted(ib.terms.vocab)  # no term of a removed file is left behind
+    ma, mb = (json.loads((x / "manifest.json").read_text()) for x in (a, b))
+    strip = lambda m: [{k: v for k, v in s.items() if k != "mtime_ns"} for s in m["sources"]]  # noqa: E731
+    assert strip(ma) == strip(mb) and ma["skipped"] == mb["skipped"]
+    assert (ma["passage_count"], ma["document_count"]) == (mb["passage_count"], mb["document_count"])
+    for q in queries:
+        np.testing.assert_array_equal(ia.scores(q), ib.scores(q))  # the same float32 scores, bit for bit
+        assert ia.search(q, 5) == ib.search(q, 5)
+
+
+def test_rebuild_reads_only_new_and_changed_files_and_equals_a_full_build(docs_dir, tmp_path):
+    out = tmp_path / "ix"
+    rng = np.random.default_rng(5)
+    words = [f"word{i}" for i in range(80)]
+    for i in range(4):
+        (docs_dir / f"bulk{i}.jsonl").write_text("".join(
+            json.dumps({"id": f"b{i}-{j}", "title": f"Bulk {j}", "text": " ".join(rng.choice(words, 30)) + "."}) + "\n"
+            for j in range(50)))  # fmt: skip
+    (docs_dir / "broken.jsonl").write_text('{"id": "x", "text": "fine"}\nnot json\n')  # a line skipped, kept in the manifest
+    first = build_index(docs_dir, out)
+    assert (first.read, first.reused) == (first.files, 0)
+    queries = ["capital of France", "word1 word2 word3", "word7 word7 Lyon", "Smithson composer", "word79 Bulk"]
+
+    (docs_dir / "bulk1.jsonl").write_text(json.dumps({"id": "n", "title": "", "text": "Lyon is a city in France."}) + "\n")
+    (docs_dir / "bulk2.jsonl").unlink()
+    (docs_dir / "sub" / "added.txt").write_text("Marseille is a port on the Mediterranean with a unique term zyxxy.")
+    again = build_index(docs_dir, out)
+    assert again.status == "built" and (again.read, again.reused) == (2, again.files - 2)
+    assert BM25Index.load(out).search("zyxxy", 1)[0].passage.source == "sub/added.txt"
+    full = build_index(docs_dir, tmp_path / "full", force=True)
+    assert (full.read, full.reused) == (full.files, 0) and full.passages == again.passages
+    _same_index(out, tmp_path / "full", queries + ["Marseille zyxxy", "Lyon city"])
+
+    os.utime(docs_dir / "bulk0.jsonl")  # touched, not changed: still up to date
+    assert build_index(docs_dir, out).status == "unchanged"
+    (docs_dir / "bulk0.jsonl").unlink()  # a removal alone
+    (docs_dir / "sub" / "added.txt").unlink()
+    third = build_index(docs_dir, out)
+    assert third.read == 0 and not BM25Index.load(out).search("zyxxy", 1)
+    _same_index(out, _full(docs_dir, tmp_path / "full2"), queries)
+
+
+def _full(docs, out):
+    build_index(docs, out, force=True)
+    return out
+
+
+def test_other_passage_size_rereads_every_file_and_an_old_format_index_is_replaced(docs_dir, tmp_path):
+    out = tmp_path / "ix"
+    build_index(docs_dir, out)
+    again = build_index(docs_dir, out, passage_words=20)
+    assert again.status == "built" and again.reused == 0
+    old = tmp_path / "v1"  # what crag 0.x wrote: bm25s's files, format 1
+    (old / "bm25").mkdir(parents=True)
+    (old / "bm25" / "params.index.json").write_text("{}")
+    (old / "passages.jsonl").write_text("")
+    (old / "manifest.json").write_text(json.dumps({"format_version": 1, "passage_count": 0, "tokenizer": {}, "sources": []}))
+    with pytest.raises(IndexUnusableError, match="format version 1.*re-run crag index"):
+        BM25Index.load(old)
+    report = build_index(docs_dir, old)
+    assert report.status == "built" and report.reused == 0 and BM25Index.load(old).search("Paris", 1)

@@ -1,0 +1,180 @@
+"""BM25 from term counts: the index's term matrix, recomputable when passages come and go.
+
+The index stores, for every term, the passages that hold it with how often
+(``tf``) and the BM25 weight of that pair. The weight depends on the whole
+collection (its size, the average passage length, how many passages hold the
+term), so adding a file changes every weight; but the counts of the passages
+already indexed do not change. Keeping the counts lets ``crag index`` add,
+change or remove files without reading or tokenizing the others again: the
+new passages' counts are joined to the old ones and every weight is
+recomputed at once, in NumPy (bm25s, which tokenizes for crag, can only index
+a whole collection at a time: xhluca/bm25s#5, #98).
+
+The weights are those of bm25s's ``BM25(method="atire", idf_method="robertson")``
+(Okapi BM25 as rank-bm25's ``BM25Okapi``), computed in the same floating-point
+steps; ``tests/test_bm25.py`` checks them against bm25s and rank-bm25.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+VOCAB = "vocab.json"
+INDPTR = "indptr.npy"
+INDICES = "indices.npy"
+TF = "tf.npy"
+WEIGHTS = "weights.npy"
+FILES = frozenset({VOCAB, INDPTR, INDICES, TF, WEIGHTS})
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """Okapi BM25's two constants (rank-bm25's and bm25s's defaults)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+
+
+def idf(df: np.ndarray, n: int) -> np.ndarray:
+    """Robertson's idf, ``log((n - df + 0.5) / (df + 0.5))``, floored at 0.
+
+    Parameters
+    ----------
+    df : numpy.ndarray
+        Passages holding each term.
+    n : int
+        Passages in the collection.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, one per term; 0 for a term in more than half of the passages
+        (rank-bm25 gives those ``0.25 × mean idf`` instead).
+    """
+    inner = (n - df.astype(np.float64) + 0.5) / (df + 0.5)
+    return np.log(np.maximum(inner, 1.0)).astype(np.float32)
+
+
+def weights(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, n: int, params: BM25Params = BM25Params()):
+    """BM25 weight of every stored (term, passage) count of a term-major matrix.
+
+    ``idf(term) · tf·(k1+1) / (tf + k1·(1 - b + b·|d|/avgdl))``, where ``|d|`` is
+    the passage's number of tokens (the sum of its counts) and ``avgdl`` their
+    mean over the ``n`` passages.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray
+        ``len(vocabulary) + 1`` offsets: term ``t``'s entries are ``indptr[t]:indptr[t+1]``.
+    indices : numpy.ndarray
+        The passage of each entry.
+    tf : numpy.ndarray
+        How often the term occurs in that passage (> 0).
+    n : int
+        Passages in the collection (those without any token included).
+    params : BM25Params
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 weights, one per entry, in the entries' order.
+    """
+    if n == 0 or len(tf) == 0:
+        return np.zeros(len(tf), dtype=np.float32)
+    lengths = np.bincount(indices, weights=tf, minlength=n)  # float64: exact for any realistic count
+    avgdl = lengths.mean()
+    df = np.diff(indptr)
+    term_idf = idf(df, n)
+    k1, b = params.k1, params.b
+    tf32 = tf.astype(np.float32)
+    # bm25s: (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg)) with a float32 tf and a float64 norm
+    norm = k1 * (1 - b + b * lengths[indices] / avgdl)  # the same order of operations as bm25s
+    tfc = (tf32 * (k1 + 1)).astype(np.float64) / (tf32.astype(np.float64) + norm)
+    term_of = np.repeat(np.arange(len(df), dtype=np.int64), df)
+    return (term_idf[term_of].astype(np.float64) * tfc).astype(np.float32)
+
+
+def count_terms(token_ids: Sequence[Sequence[int]], n_terms: int):
+    """Passage-by-term counts of tokenized passages.
+
+    Parameters
+    ----------
+    token_ids : sequence of sequence of int
+        Each passage's token ids (a token repeated is counted again).
+    n_terms : int
+        Size of the vocabulary the ids index.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``len(token_ids) × n_terms``, int32 counts, each row's terms sorted.
+    """
+    import scipy.sparse as sp
+
+    lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
+    indptr = np.zeros(len(token_ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    flat = np.fromiter((i for t in token_ids for i in t), dtype=np.int32, count=int(indptr[-1]))
+    m = sp.csr_matrix((np.ones(len(flat), dtype=np.int32), flat, indptr), shape=(len(token_ids), n_terms))
+    m.sum_duplicates()
+    return m
+
+
+@dataclass
+class TermMatrix:
+    """The index's terms: vocabulary, and per term the passages holding it, with counts and BM25 weights.
+
+    A term-major (CSC) matrix over ``n`` passages. Loaded memory-mapped, so a
+    search reads only its terms' entries.
+    """
+
+    vocab: list[str]
+    indptr: np.ndarray
+    indices: np.ndarray
+    tf: np.ndarray
+    weights: np.ndarray
+    n: int
+
+    @classmethod
+    def from_counts(cls, counts, vocab: list[str], params: BM25Params = BM25Params()) -> "TermMatrix":
+        """From a passage-by-term count matrix (any scipy sparse format) and its vocabulary."""
+        csc = counts.tocsc()
+        csc.sum_duplicates()
+        indptr = csc.indptr.astype(np.int64)
+        indices = csc.indices.astype(np.int32)
+        tf = csc.data.astype(np.int32)
+        return cls(list(vocab), indptr, indices, tf, weights(indptr, indices, tf, csc.shape[0], params), csc.shape[0])
+
+    def counts(self):
+        """The passage-by-term counts as a ``scipy.sparse.csr_matrix`` (the inverse of :meth:`from_counts`)."""
+        import scipy.sparse as sp
+
+        csc = sp.csc_matrix((np.asarray(self.tf), np.asarray(self.indices), np.asarray(self.indptr)),
+                            shape=(self.n, len(self.vocab)))  # fmt: skip
+        return csc.tocsr()
+
+    def save(self, folder: Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / VOCAB).write_text(json.dumps({"passages": self.n, "terms": self.vocab}, ensure_ascii=False),
+                                    encoding="utf-8")  # fmt: skip
+        for name, arr in ((INDPTR, self.indptr), (INDICES, self.indices), (TF, self.tf), (WEIGHTS, self.weights)):
+            np.save(folder / name, arr)
+
+    @classmethod
+    def load(cls, folder: Path, mmap: bool = True) -> "TermMatrix":
+        """Load what :meth:`save` wrote; ``ValueError`` when the parts do not fit together."""
+        folder = Path(folder)
+        meta = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
+        mode = "r" if mmap else None
+        arrays = [np.load(folder / name, mmap_mode=mode) for name in (INDPTR, INDICES, TF, WEIGHTS)]
+        indptr, indices, tf, w = arrays
+        vocab, n = meta["terms"], meta["passages"]
+        if len(indptr) != len(vocab) + 1 or not len(indices) == len(tf) == len(w) == int(indptr[-1]):
+            raise ValueError("the term matrix's parts do not fit together")
+        return cls(vocab, indptr, indices, tf, w, n)
