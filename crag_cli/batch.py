@@ -379,29 +379,68 @@ def answer(pipeline, q: QuestionLine, mode: str) -> dict:
         return error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
 
 
+GROUP_LINES = 4  # input lines whose passages and strips the evaluator scores together (crag mode)
+
+
+def groups(questions: Iterable[QuestionLine], lines: int = GROUP_LINES) -> Iterator[list[QuestionLine]]:
+    """Consecutive questions of the same block of ``lines`` input lines.
+
+    Blocks are fixed by line number, not by what is left to answer, so a
+    sequential, parallel or resumed run scores the same questions together.
+    """
+    group: list[QuestionLine] = []
+    for q in questions:
+        if group and (q.line - 1) // lines != (group[0].line - 1) // lines:
+            yield group
+            group = []
+        group.append(q)
+    if group:
+        yield group
+
+
+def answer_group(pipeline, group: Sequence[QuestionLine], mode: str) -> list[Answered]:
+    """Records of a group of questions (see :func:`groups`), each with the seconds it took.
+
+    In ``crag`` mode the evaluator first scores the group's passages and strips
+    together (:meth:`~crag_cli.pipeline.Pipeline.score_ahead`); each question's
+    seconds include its share of that.
+    """
+    t0 = time.perf_counter()
+    if mode == "crag":
+        try:
+            pipeline.score_ahead([q.question for q in group if not q.error])
+        except Exception:  # scored again question by question, where a failure becomes that question's record
+            pipeline.score_ahead([])
+    share = (time.perf_counter() - t0) / len(group)
+    out = []
+    for q in group:
+        t1 = time.perf_counter()
+        rec = answer(pipeline, q, mode)
+        out.append((rec, share + time.perf_counter() - t1))
+    return out
+
+
 # --------------------------------------------------------------------------- who answers: this process or workers
 
 Answered = tuple  # (record, seconds it took)
 
 
 class Answerer(Protocol):
-    """Turns questions into records, in the order given (lazily: one is asked for at a time)."""
+    """Turns questions into records, in the order given (lazily: one group is asked for at a time)."""
 
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]: ...
 
 
 @dataclass
 class InProcess:
-    """Answers with one pipeline in this process, one question after another."""
+    """Answers with one pipeline in this process, one group of questions after another."""
 
     pipeline: Any
     mode: str
 
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
-        for q in questions:
-            t0 = time.perf_counter()
-            rec = answer(self.pipeline, q, self.mode)
-            yield rec, time.perf_counter() - t0
+        for group in groups(questions):
+            yield from answer_group(self.pipeline, group, self.mode)
 
 
 def split_threads(threads: int | None, workers: int) -> int:
@@ -445,12 +484,10 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         _worker["error"] = str(exc) if isinstance(exc, CragError) else f"a worker could not start: {type(exc).__name__}: {exc}"
 
 
-def _worker_answer(q: QuestionLine) -> Answered:
+def _worker_answer(group: list[QuestionLine]) -> list[Answered]:
     if "error" in _worker:
         raise CragError(_worker["error"])
-    t0 = time.perf_counter()
-    rec = answer(_worker["pipeline"], q, _worker["mode"])
-    return rec, time.perf_counter() - t0
+    return answer_group(_worker["pipeline"], group, _worker["mode"])
 
 
 @dataclass
@@ -476,7 +513,8 @@ class WorkerPool:
         share = self.settings.model_copy(update={"threads": split_threads(self.settings.threads, self.workers)})
         pool = multiprocessing.get_context("spawn").Pool(self.workers, _worker_start, (share, self.mode))
         try:
-            yield from pool.imap(_worker_answer, questions, chunksize=1)
+            for answered in pool.imap(_worker_answer, groups(questions), chunksize=1):
+                yield from answered
             pool.close()
         finally:
             pool.terminate()
@@ -499,8 +537,8 @@ class _Replica:
     def ready(self) -> str | None:
         return self.error
 
-    def answer(self, q: QuestionLine) -> Answered:
-        return _worker_answer(q)
+    def answer(self, group: list[QuestionLine]) -> list[Answered]:
+        return _worker_answer(group)
 
 
 def ray_missing() -> str | None:
@@ -524,8 +562,9 @@ class RayPool:
     paths are made absolute and must exist on every node at that path (a shared
     file system, or the same copy on each); an actor that cannot see them,
     cannot load a model, or dies ends the batch with one error line. Each actor
-    gets its next question as soon as it returns one; the records come back in
-    input order (at most ``8 × actors`` finished ones wait for a slower one).
+    gets its next group of questions (:func:`groups`) as soon as it returns one;
+    the records come back in input order (at most ``2 × actors`` finished groups
+    wait for a slower one).
     """
 
     settings: Any
@@ -567,7 +606,8 @@ class RayPool:
             for problem in _ray_get(ray, [r.ready.remote() for r in replicas]):
                 if problem:
                     raise CragError(problem)
-            yield from _ordered(ray, replicas, questions, window=8 * self.actors)
+            for answered in _ordered(ray, replicas, groups(questions), window=2 * self.actors):
+                yield from answered
         finally:
             for r in replicas:
                 ray.kill(r)
@@ -588,8 +628,8 @@ def _ray_get(ray, refs):
         raise CragError(f"a Ray actor failed: {type(exc).__name__}: {_first_line(exc)}") from None
 
 
-def _ordered(ray, replicas: list, questions: Iterable[QuestionLine], window: int) -> Iterator[Answered]:
-    """Hand each free actor the next question; yield the records in input order."""
+def _ordered(ray, replicas: list, questions: Iterable, window: int) -> Iterator:
+    """Hand each free actor the next group of questions; yield what they return in input order."""
     free = list(replicas)
     flying: dict = {}  # object ref -> (position, actor)
     done: dict[int, Answered] = {}

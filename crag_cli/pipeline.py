@@ -18,7 +18,7 @@ from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
 from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
-from .refine import KnowledgeSource, Strip, refine
+from .refine import KnowledgeSource, Strip, refine, strip_pieces
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
@@ -74,6 +74,20 @@ class _Timer:
 
     def __exit__(self, *exc):
         self.timings[self.stage] = self.timings.get(self.stage, 0.0) + time.perf_counter() - self.start
+
+
+class _Scorer:
+    """The evaluator as the pipeline calls it: pairs scored ahead by :meth:`Pipeline.score_ahead` are looked up."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+        self.ahead: dict[tuple[str, str], float] = {}
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        pairs = list(pairs)
+        missing = [p for p in pairs if p not in self.ahead]
+        computed = dict(zip(missing, self.evaluator.score(missing))) if missing else {}
+        return [self.ahead[p] if p in self.ahead else computed[p] for p in pairs]
 
 
 class Pipeline:
@@ -135,6 +149,47 @@ class Pipeline:
         self.refine_knowledge = refine_knowledge
         self.task = task
         self.max_tokens = max_tokens
+        self._scorer = _Scorer(evaluator)
+        self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
+
+    def score_ahead(self, questions: Sequence[str]) -> None:
+        """Score what :meth:`run` in ``crag`` mode will score for several questions, in two evaluator calls.
+
+        Their retrieved passages in one call, then the strips that refinement
+        will score (of the passages kept by the questions that are not
+        Incorrect) in a second. One forward pass over many pairs pads less than
+        one per question (``benchmarks/evaluator_batching.py``); the scores
+        equal a question-by-question run's up to floating-point rounding. The
+        scores are kept until the next call, and each question's share of the
+        time is added to its ``evaluate`` and ``refine`` timings. Web strips
+        are still scored per question, as pages arrive.
+        """
+        self._scorer.ahead.clear()
+        self._ahead_seconds.clear()
+        qs = list(dict.fromkeys(q for q in questions if q))
+        if len(qs) < 2:
+            return
+        t0 = time.perf_counter()
+        hits = [self.retriever.search(q, self.top_k) for q in qs]
+        pairs = list(dict.fromkeys((q, h.passage.text) for q, hs in zip(qs, hits) for h in hs))
+        self._scorer.ahead.update(zip(pairs, self.evaluator.score(pairs)))
+        t1 = time.perf_counter()
+        strips = []
+        for q, hs in zip(qs, hits):
+            scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
+            if self.refine_knowledge and decide(scores, self.thresholds.upper, self.thresholds.lower) is not Action.INCORRECT:
+                sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)]
+                strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
+        strips = [p for p in dict.fromkeys(strips) if p not in self._scorer.ahead]
+        if strips:
+            self._scorer.ahead.update(zip(strips, self.evaluator.score(strips)))
+        t2 = time.perf_counter()
+        for q in qs:
+            self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
+
+    def _kept(self, hits: Sequence[Hit], scores: Sequence[float]) -> list[tuple[Hit, float]]:
+        """The passages the evaluator did not judge irrelevant (score >= lower), with their scores."""
+        return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower]
 
     # ------------------------------------------------------------------ stages
     def evaluate(self, question: str, result: Result | None = None) -> Result:
@@ -144,7 +199,7 @@ class Pipeline:
         with _Timer(result.timings, "retrieve"):
             result.hits = self.retriever.search(question, self.top_k)
         with _Timer(result.timings, "evaluate"):
-            result.scores = self.evaluator.score([(question, h.passage.text) for h in result.hits])
+            result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
         result.thresholds = self.thresholds
         result.action = decide(result.scores, self.thresholds.upper, self.thresholds.lower)
         return result
@@ -154,13 +209,13 @@ class Pipeline:
 
         With ``refine_knowledge=False`` those passages are returned whole, one strip each.
         """
-        kept = [(h, s) for h, s in zip(result.hits, result.scores) if s >= self.thresholds.lower]
+        kept = self._kept(result.hits, result.scores)
         if not self.refine_knowledge:
             return [Strip(h.passage.text, h.passage.id, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
         sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in kept]
         top = min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips
         with _Timer(result.timings, "refine"):
-            return refine(result.question, sources, self.evaluator, self.strip_mode, top, self.thresholds.filter)
+            return refine(result.question, sources, self._scorer, self.strip_mode, top, self.thresholds.filter)
 
     def _knowledge(self, result: Result) -> list[KnowledgeItem]:
         """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
@@ -225,6 +280,10 @@ class Pipeline:
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
+        ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode == "crag" else (0.0, 0.0)
+        for stage, seconds in zip(("evaluate", "refine"), ahead):
+            if seconds:
+                result.timings[stage] = seconds
         if mode == "crag":
             self.evaluate(question, result)
             if result.action in (Action.CORRECT, Action.AMBIGUOUS):
@@ -244,7 +303,7 @@ class Pipeline:
             on_knowledge(result)
         if self.generator is not None:
             self._generate(result, items, on_token)
-        result.timings["total"] = time.perf_counter() - start
+        result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
 
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:

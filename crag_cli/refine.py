@@ -121,6 +121,11 @@ def select_strips(strips: Sequence[Strip], top_k: int, threshold: float) -> list
     return sorted(best, key=lambda s: s.position)
 
 
+def strip_pieces(sources: Sequence[KnowledgeSource], mode: str) -> list[tuple[str, KnowledgeSource, tuple[int, int]]]:
+    """Every strip of ``sources`` as ``(text, source, (source index, strip index))``, in order."""
+    return [(text, src, (si, ti)) for si, src in enumerate(sources) for ti, text in enumerate(decompose(src.text, mode))]
+
+
 def refine(
     question: str,
     sources: Sequence[KnowledgeSource],
@@ -136,10 +141,7 @@ def refine(
     list of Strip
         At most ``top_k`` strips, in original order.
     """
-    pieces: list[tuple[str, KnowledgeSource, tuple[int, int]]] = []
-    for si, src in enumerate(sources):
-        for ti, text in enumerate(decompose(src.text, mode)):
-            pieces.append((text, src, (si, ti)))
+    pieces = strip_pieces(sources, mode)
     if not pieces:
         return []
     scores = evaluator.score([(question, text) for text, _, _ in pieces])

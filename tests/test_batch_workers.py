@@ -115,3 +115,13 @@ def test_ray_without_its_extra_is_one_line(built_index, tiny_gguf, tmp_path, mon
     monkeypatch.setitem(sys.modules, "ray", None)  # as if 'crag-cli[ray]' were not installed
     r = invoke("batch", _questions(tmp_path / "q.jsonl", 2), "--index", built_index, "--model", tiny_gguf, "--ray")
     assert r.exit_code == 1 and r.stderr == "crag: error: --ray needs Ray: pip install 'crag-cli[ray]'\n"
+
+
+def test_groups_follow_line_blocks_so_a_resumed_run_scores_the_same_questions_together():
+    from crag_cli.batch import groups
+    from crag_cli.records import QuestionLine
+
+    qs = [QuestionLine(n, None, f"q{n}", None, None) for n in (1, 2, 4, 5, 6, 9, 12, 13)]
+    assert [[q.line for q in g] for g in groups(qs, 4)] == [[1, 2, 4], [5, 6], [9, 12], [13]]
+    resumed = [q for q in qs if q.line >= 6]  # lines 1-5 done before: line 6 still goes with 5's block, alone now
+    assert [[q.line for q in g] for g in groups(resumed, 4)] == [[6], [9, 12], [13]]

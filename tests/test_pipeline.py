@@ -70,3 +70,26 @@ def test_batch_summary_counts_answers_not_found_in_their_knowledge():
         s.add(rec)
     assert s.ungrounded == 1 and s.to_dict()["ungrounded"] == 1
     assert "1 answer(s) not found in their knowledge (grounded: false)" in s.line()
+
+
+def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
+    questions = ["What is Ole Krarup's occupation?", "Where did Ole Krarup die?", "What did Anna Berg do?"]
+    passages = [p + " It is a longer passage now. It has more strips than one." for p in PASSAGES]  # 2 strips each
+    one_by_one = FakeEvaluator(SCORES)
+    pipe = Pipeline(FakeRetriever(passages), one_by_one, TH, FakeGenerator("x"), strips=5, strips_correct=2)
+    want = [to_record(pipe.run(q)) for q in questions]
+    assert one_by_one.calls == 2 * len(questions)  # passages, then strips, per question
+
+    grouped = FakeEvaluator(SCORES)
+    pipe = Pipeline(FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2)
+    pipe.score_ahead(questions)
+    assert grouped.calls == 2  # every passage, then every strip refinement will need
+    got = [pipe.run(q) for q in questions]
+    assert grouped.calls == 2  # nothing scored again
+    assert [{k: v for k, v in to_record(r).items() if k != "timings"} for r in got] == [
+        {k: v for k, v in w.items() if k != "timings"} for w in want
+    ]
+    assert all(r.timings["evaluate"] > 0 and r.timings["total"] >= r.timings["evaluate"] for r in got)
+    pipe.score_ahead([])  # forgets the group: a question asked again is scored again
+    pipe.run(questions[0])
+    assert grouped.calls == 4
