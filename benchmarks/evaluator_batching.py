@@ -1,13 +1,14 @@
-"""Would scoring several questions' passages in one evaluator call be faster? Prints pairs per second.
+"""Is scoring several questions' passages in one evaluator call faster? Prints pairs per second.
 
     python benchmarks/evaluator_batching.py --index INDEX --questions QUESTIONS.jsonl \
-        [--evaluator minilm] [--questions-n 40] [-k 10]
+        [--evaluator minilm] [--questions-n 40] [-k 10] [--groups 1,4,8,40]
 
-For the first N questions, their top-k passages are scored by the evaluator
-once question by question (what ``crag batch`` does today: one call of k pairs
-per question) and once all together in one call, for several ``--batch-size``
-values and 2 and 1 torch threads. One call over many questions sorts more pairs
-by length before batching them, so less padding is computed.
+For the first N questions, their top-k passages are scored by the evaluator in
+calls of ``g`` questions' pairs for each group size ``g`` (1: question by
+question; ``crag batch`` uses ``crag_cli.batch.GROUP_LINES``), at crag's default
+evaluator batch size and at several others, with 2 and 1 torch threads. One
+call over many questions sorts more pairs by length before batching them, so
+less padding is computed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--evaluator", default="minilm")
     parser.add_argument("--questions-n", type=int, default=40)
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--groups", default="1,4,8,40", help="questions per evaluator call, comma-separated")
     args = parser.parse_args()
 
     import torch
@@ -37,21 +39,24 @@ def main() -> None:
     per_question = [[(q, h.passage.text) for h in index.search(q, args.k)] for q in
                     (json.loads(x)["question"] for x in lines)]  # fmt: skip
     every = [pair for pairs in per_question for pair in pairs]
+    from crag_cli.settings import Settings
+
+    sizes = [int(g) for g in args.groups.split(",")]
+    default = Settings.model_fields["batch_size"].default
     for threads in (2, 1):
         torch.set_num_threads(threads)
-        for batch_size in (10, 32, 80, 400):
+        for batch_size in dict.fromkeys((default, 10, 80)):
             ev = build_evaluator(args.evaluator, batch_size, 256)
             ev.load()
             ev.score(per_question[0])  # warm up
-            start = time.perf_counter()
-            for pairs in per_question:
-                ev.score(pairs)
-            one = time.perf_counter() - start
-            start = time.perf_counter()
-            ev.score(every)
-            together = time.perf_counter() - start
-            print(f"threads {threads}, batch size {batch_size}: question by question {len(every) / one:.1f} pairs/s; "
-                  f"{len(per_question)} questions in one call {len(every) / together:.1f} pairs/s")
+            rates = []
+            for g in sizes:
+                start = time.perf_counter()
+                for i in range(0, len(per_question), g):
+                    ev.score([pair for pairs in per_question[i : i + g] for pair in pairs])
+                rates.append(f"{g} per call {len(every) / (time.perf_counter() - start):.1f}")
+            print(f"threads {threads}, batch size {batch_size}{' (default)' if batch_size == default else ''}: "
+                  f"pairs/s with questions " + "; ".join(rates), flush=True)
 
 
 if __name__ == "__main__":

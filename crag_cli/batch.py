@@ -379,7 +379,7 @@ def answer(pipeline, q: QuestionLine, mode: str) -> dict:
         return error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
 
 
-GROUP_LINES = 4  # input lines whose passages and strips the evaluator scores together (crag mode)
+GROUP_LINES = 8  # input lines whose passages and strips the evaluator scores together (crag mode)
 
 
 def groups(questions: Iterable[QuestionLine], lines: int = GROUP_LINES) -> Iterator[list[QuestionLine]]:
