@@ -64,7 +64,7 @@ class Settings(BaseModel):
         "t5:PATH, or minilm-cosine (the untrained cosine, for comparison).",
         "evaluator",
     )
-    batch_size: int = setting(32, "Evaluator pairs per forward pass.", "evaluator", ge=1, le=4096)
+    batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", ge=1, le=4096)
     max_length: int = setting(
         512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator",
         ge=16, le=512,
