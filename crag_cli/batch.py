@@ -394,6 +394,9 @@ def groups(questions: Iterable[QuestionLine], lines: int = GROUP_LINES) -> Itera
             yield group
             group = []
         group.append(q)
+        if q.line % lines == 0:  # the block's last line: no need to wait for the next question
+            yield group
+            group = []
     if group:
         yield group
 

@@ -125,3 +125,15 @@ def test_groups_follow_line_blocks_so_a_resumed_run_scores_the_same_questions_to
     assert [[q.line for q in g] for g in groups(qs, 4)] == [[1, 2, 4], [5, 6], [9, 12], [13]]
     resumed = [q for q in qs if q.line >= 6]  # lines 1-5 done before: line 6 still goes with 5's block, alone now
     assert [[q.line for q in g] for g in groups(resumed, 4)] == [[6], [9, 12], [13]]
+
+
+def test_a_full_group_is_answered_without_waiting_for_the_next_question():
+    from crag_cli.batch import groups
+    from crag_cli.records import QuestionLine
+
+    def stream():  # a live source: asking past line 4 would be an error here
+        for n in range(1, 5):
+            yield QuestionLine(n, None, f"q{n}", None, None)
+        raise AssertionError("read past the full group")
+
+    assert [q.line for q in next(groups(stream(), 4))] == [1, 2, 3, 4]
