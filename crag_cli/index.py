@@ -397,12 +397,7 @@ def build_index(
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
     old = None if force else _reusable(index_dir, passage_words, tokenizer)
     try:
-        previous = {}
-        if is_crag_index(index_dir):
-            try:
-                previous = {s["path"]: s for s in read_manifest(index_dir)["sources"] if isinstance(s, dict) and "path" in s}
-            except (IndexUnusableError, KeyError, TypeError):
-                previous = {}
+        previous = old.sources if old is not None else {}  # (--force, other settings: every file hashed)
         sources = [_source_entry(p, listing.rel(p), previous.get(listing.rel(p))) for p in listing.paths]
         settings = _fingerprint(passage_words, tokenizer, params)
         left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
@@ -561,13 +556,9 @@ def write_passages(
     with open(path, "wb") as f:
         for piece in pieces:
             if isinstance(piece, range):
-                if not len(piece):
-                    continue
-                a, b = int(old._offsets[piece.start]), int(old._offsets[piece.stop])
-                for chunk_at in range(a, b, 1 << 24):
-                    f.write(os.pread(old._fd, min(1 << 24, b - chunk_at), chunk_at))
-                parts.append(np.asarray(old._offsets[piece.start + 1 : piece.stop + 1], dtype=np.int64) - a + pos)
-                pos += b - a
+                ends = old.copy_lines(piece.start, piece.stop, f)
+                parts.append(ends + pos)
+                pos += int(ends[-1]) if len(ends) else 0
                 continue
             ends = np.empty(len(piece), dtype=np.int64)
             for i, p in enumerate(piece):
@@ -612,6 +603,18 @@ class PassageStore(Sequence[Passage]):
             raise IndexError(f"passage {i} of {n}")
         start, end = int(self._offsets[i]), int(self._offsets[i + 1])
         return Passage.from_dict(json.loads(os.pread(self._fd, end - start, start)))
+
+    def copy_lines(self, start: int, stop: int, out) -> "numpy.ndarray":
+        """Write the stored lines of passages ``start:stop`` to the binary file ``out``, as they are.
+
+        Returns where each copied line ends, counted from the first copied byte (int64).
+        """
+        import numpy as np
+
+        a, b = int(self._offsets[start]), int(self._offsets[stop])
+        for at in range(a, b, 1 << 24):
+            out.write(os.pread(self._fd, min(1 << 24, b - at), at))
+        return np.asarray(self._offsets[start + 1 : stop + 1], dtype=np.int64) - a
 
     def __iter__(self) -> Iterator[Passage]:
         with os.fdopen(os.dup(self._fd), "rb") as f:  # the file __getitem__ reads, even if the path was replaced
