@@ -63,11 +63,16 @@ def _hash_json(value: Any) -> str:
 
 
 def index_fingerprint(manifest: dict) -> str:
-    """sha256 of an index manifest's content (when and where it was built left out)."""
-    return _hash_json({k: v for k, v in manifest.items() if k not in ("created", "created_by", "docs")})
+    """sha256 of what an index retrieves from: its sources' contents and its passage and scoring settings.
 
-
-_MODEL_HASHES: dict[tuple, str] = {}
+    When, where and by which version it was built, its on-disk format and its
+    files' modification times are left out: an index rebuilt from the same
+    files (after ``touch``, a copy, or a format upgrade that scores the same)
+    resumes the same batch.
+    """
+    kept = {k: v for k, v in manifest.items() if k not in ("created", "created_by", "docs", "format_version")}
+    kept["sources"] = [{k: v for k, v in src.items() if k != "mtime_ns"} for src in manifest.get("sources", [])]
+    return _hash_json(kept)
 
 
 def model_fingerprint(model: str) -> str:
@@ -78,16 +83,15 @@ def model_fingerprint(model: str) -> str:
     known = embedded(model)
     if known is not None and known.split:
         return known.sha256
-    path = resolve_model(model)
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _MODEL_HASHES:
-        _MODEL_HASHES[key] = (files.digest(path) or (0, ""))[1]
-    return _MODEL_HASHES[key]
+    return _file_sha256(resolve_model(model))
 
 
 def evaluator_fingerprint(spec: str) -> str:
-    """The evaluator's name, plus the names, sizes and times of its checkpoint's files."""
+    """The evaluator's name, plus the names and sha256 of its checkpoint's files.
+
+    By content, not by modification time, so that reinstalling crag (which
+    rewrites the embedded evaluator's files) does not stop a batch from resuming.
+    """
     from .evaluator import parse_spec
 
     kind, path = parse_spec(spec)
@@ -97,20 +101,46 @@ def evaluator_fingerprint(spec: str) -> str:
     if path.is_dir():
         for f in sorted(path.rglob("*")):
             if f.is_file():
-                st = f.stat()
-                entries.append((f.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns))
+                entries.append((f.relative_to(path).as_posix(), _file_sha256(f)))
     return f"{spec} {_hash_json(entries)[:16]}"
+
+
+_FILE_HASHES: dict[tuple, str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    """A file's sha256, remembered for the process by path, size and modification time."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _FILE_HASHES:
+        _FILE_HASHES[key] = (files.digest(path) or (0, ""))[1]
+    return _FILE_HASHES[key]
+
+
+# Setting groups (see settings.GROUPS) whose values a mode's records do not depend on.
+UNUSED_GROUPS = {
+    "crag": (),
+    "rag+web": (),
+    "rag": ("evaluator", "thresholds", "refine", "web"),
+    "no-retrieval": ("retrieval", "evaluator", "thresholds", "refine", "web"),
+}
 
 
 def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
+    from .settings import group
+
+    unused = UNUSED_GROUPS[mode]
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
-    identity.update({name: getattr(settings, name) for name in ANSWER_SETTINGS})
+    identity.update({name: getattr(settings, name) for name in ANSWER_SETTINGS if group(name) not in unused})
     identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
-    identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"} if mode == "crag" else None
+    if "thresholds" not in unused:
+        identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
+    else:
+        identity["thresholds"] = None
     identity["model_sha256"] = model_fingerprint(settings.model)
-    identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator)
-    identity["index_sha256"] = index_fingerprint(index_manifest) if mode != "no-retrieval" else None
+    identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator) if "evaluator" not in unused else None
+    identity["index_sha256"] = index_fingerprint(index_manifest) if "retrieval" not in unused else None
     return identity
 
 

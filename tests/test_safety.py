@@ -269,6 +269,45 @@ def test_resume_refuses_other_settings_naming_the_setting(change, setting, built
     assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
 
 
+def test_resume_ignores_what_the_records_do_not_depend_on(built_index, tiny_gguf, tmp_path, docs_dir):
+    qs = _questions(tmp_path)
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--mode", "rag"]
+    assert invoke("batch", qs, "-o", out, *common).exit_code == 0
+    lines = out.read_text().splitlines(keepends=True)
+    out.unlink()
+    (tmp_path / "out.jsonl.partial").write_text(lines[0])
+    # the same documents touched and indexed again from scratch; settings plain RAG never uses
+    for f in docs_dir.rglob("*"):
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    assert invoke("index", docs_dir, "--index", built_index, "--force").exit_code == 0
+    unused = ["--upper", "0.3", "--strips", "2", "--evaluator", "minilm-cosine"]
+    r = invoke("batch", qs, "-o", out, "--resume", *common, *unused)
+    assert r.exit_code == 0, r.output
+    assert "resuming after the 1 records" in r.stderr
+    again = [json.loads(x) for x in out.read_text().splitlines()]
+    assert again[0] == json.loads(lines[0])  # kept, not redone
+    assert [{k: v for k, v in x.items() if k != "timings"} for x in again[1:]] == [
+        {k: v for k, v in json.loads(x).items() if k != "timings"} for x in lines[1:]
+    ]
+
+
+def test_evaluator_fingerprint_follows_the_files_content_not_their_times(tmp_path):
+    from crag_cli.batch import evaluator_fingerprint
+
+    folder = tmp_path / "ev"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"\x00" * 100)
+    (folder / "crag-evaluator.json").write_text("{}")
+    before = evaluator_fingerprint(str(folder))
+    for f in folder.iterdir():  # a reinstall rewrites the same bytes
+        f.write_bytes(f.read_bytes())
+        os.utime(f, ns=(1, 10**18))
+    assert evaluator_fingerprint(str(folder)) == before
+    (folder / "weights.bin").write_bytes(b"\x01" * 100)
+    assert evaluator_fingerprint(str(folder)) != before
+
+
 def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_errors(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n"
