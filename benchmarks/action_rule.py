@@ -1,0 +1,150 @@
+"""How far can the action decision go with a given evaluator's scores?
+
+    python benchmarks/action_rule.py --data ../shared/bench/popqa --index IX [--evaluator minilm] [--test 200] [--out OUT]
+
+CRAG decides a question's action from its best passage score. This script asks
+whether more of what the pipeline already knows helps: the question's best
+evaluator logit together with the top BM25 score of its retrieval (a rare,
+exactly matched name scores high). It takes the held-out questions of
+``benchmarks/split_popqa.py`` (``--test``, the spread sample the PopQA benchmark
+reports on) and the evaluator's own validation questions (the same seeded split
+of the other questions that ``crag train-evaluator`` made, ``--validation`` of
+them), and reports the action accuracy on the held-out questions of
+
+* ``best score``: the paper's rule with the thresholds the crag calibration
+  picks on the validation questions (for the embedded evaluator: its stored ones);
+* ``best logit + BM25``: a logistic regression on the two, fitted on the
+  validation questions only, its output thresholded the same way;
+* for each, the ``ceiling``: the best any pair of thresholds could do on the
+  held-out questions themselves (not a result: it shows what the rule can reach).
+
+A question's retrieval holds the answer when a gold alias occurs as whole words
+in one of its top-k passages (as ``crag evaluator-test`` counts). Ambiguous
+counts half right. Prints a Markdown table; ``--out`` also writes it with the
+per-question features as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one definition)
+
+from crag_cli.actions import resolve_thresholds  # noqa: E402
+from crag_cli.calibrate import Item, action_accuracy, choose_action_thresholds  # noqa: E402
+from crag_cli.evaluator import build_evaluator  # noqa: E402
+from crag_cli.index import BM25Index  # noqa: E402
+from crag_cli.match import holds_answer  # noqa: E402
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+    """Weights (bias last) of an L2-regularised logistic regression on standardised ``x`` (scipy's L-BFGS)."""
+    from scipy.optimize import minimize
+
+    xb = np.hstack([x, np.ones((len(x), 1))])
+
+    def loss(w):
+        z = xb @ w
+        p = 1 / (1 + np.exp(-z))
+        nll = np.sum(np.logaddexp(0, z) - y * z) / len(y) + l2 * np.sum(w[:-1] ** 2)
+        grad = xb.T @ (p - y) / len(y)
+        grad[:-1] += 2 * l2 * w[:-1]
+        return nll, grad
+
+    return minimize(loss, np.zeros(xb.shape[1]), jac=True, method="L-BFGS-B").x
+
+
+def ceiling(items: list[Item]) -> float:
+    """The best action accuracy any ``lower <= upper`` pair reaches on ``items`` (scored by their best)."""
+    cuts = sorted({it.best for it in items}) + [math.inf]
+    return max(action_accuracy(items, up, lo)[0] for i, up in enumerate(cuts) for lo in cuts[: i + 1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
+    parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
+    parser.add_argument("--evaluator", default="minilm")
+    parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
+    parser.add_argument("--validation", type=float, default=0.2, help="the evaluator's validation share (its --validation)")
+    parser.add_argument("--seed", type=int, default=0, help="the evaluator's --seed")
+    parser.add_argument("-k", "--top-k", type=int, default=10)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    questions = [json.loads(x) for x in (args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
+    held = set(spread_sample(list(range(len(questions))), args.test))
+    test = [q for i, q in enumerate(questions) if i in held]
+    rest = [q["id"] for i, q in enumerate(questions) if i not in held]
+    random.Random(args.seed).shuffle(rest)  # as crag_cli.train.split_by_question orders the training questions
+    val_ids = set(rest[: max(1, round(args.validation * len(rest)))])
+    val = [q for q in questions if q["id"] in val_ids]
+
+    index = BM25Index.load(args.index)
+    evaluator = build_evaluator(args.evaluator)
+    thresholds = resolve_thresholds(args.evaluator)
+    rows = {}
+    for name, part in (("validation", val), ("held-out", test)):
+        feats = []
+        for q in part:
+            hits = index.search(q["question"], args.top_k)
+            pairs = [(q["question"], h.passage.text) for h in hits]
+            scores = evaluator.score(pairs)
+            logits = evaluator.logits(pairs) if hasattr(evaluator, "logits") else scores
+            feats.append({
+                "id": q["id"], "holds": any(holds_answer(h.passage.text, q["answers"]) for h in hits),
+                "best_score": max(scores, default=-1.0), "best_logit": max(logits, default=-10.0),
+                "bm25_top": hits[0].score if hits else 0.0,
+            })  # fmt: skip
+            print(f"{name}: {len(feats)}/{len(part)}", end="\r", file=sys.stderr)
+        rows[name] = feats
+    print(file=sys.stderr)
+
+    def items(feats, key):
+        return [Item([f[key]], f["holds"]) for f in feats]
+
+    x = {n: np.array([[f["best_logit"], f["bm25_top"]] for f in rows[n]]) for n in rows}
+    y = np.array([f["holds"] for f in rows["validation"]], dtype=float)
+    mu, sd = x["validation"].mean(0), x["validation"].std(0) + 1e-9
+    w = fit_logistic((x["validation"] - mu) / sd, y)
+    for n in rows:
+        for f, z in zip(rows[n], ((x[n] - mu) / sd) @ w[:-1] + w[-1]):
+            f["combined"] = float(z)
+
+    table = ["| rule | thresholds from | upper | lower | held-out action accuracy | C/A/I | ceiling on held-out |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    results = {}
+    for rule, key in (("best score", "best_score"), ("best logit + BM25", "combined")):
+        if key == "best_score" and "calibrated" in thresholds.source:
+            up, lo, src = thresholds.upper, thresholds.lower, "stored with the evaluator"
+        else:
+            up, lo, _ = choose_action_thresholds(items(rows["validation"], key))
+            src = "crag's calibration on the validation questions"
+        acc, counts = action_accuracy(items(rows["held-out"], key), up, lo)
+        top = ceiling(items(rows["held-out"], key))
+        cia = f"{counts['correct']}/{counts['ambiguous']}/{counts['incorrect']}"
+        table.append(f"| {rule} | {src} | {up:.4f} | {lo:.4f} | {acc:.1%} | {cia} | {top:.1%} |")
+        results[rule] = {"upper": up, "lower": lo, "action_accuracy": acc, "actions": counts, "ceiling": top}
+    text = (f"{len(test)} held-out questions (retrieval holds the answer for "
+            f"{np.mean([f['holds'] for f in rows['held-out']]):.1%}), {len(val)} validation questions, "
+            f"evaluator {args.evaluator}, top-{args.top_k}\n\n" + "\n".join(table))  # fmt: skip
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "action_rule.md").write_text(text + "\n")
+        (args.out / "action_rule.json").write_text(json.dumps(
+            {"results": results, "weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist(), "questions": rows},
+            indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
