@@ -794,8 +794,8 @@ def train_evaluator(
             fail(str(exc))
         data += got
         notes.append(f"synthetic: {counts['sampled']} passages sampled, {counts['kept']} questions kept "
-                     f"({counts['dropped_unparsed']} unparsed, {counts['dropped_not_in_passage']} answers not in "
-                     f"their passage), written by {settings.model}")  # fmt: skip
+                     f"({counts['dropped_unparsed']} unparsed, {counts['dropped_long_answer']} answers too long, "
+                     f"{counts['dropped_not_in_passage']} answers not in their passage), written by {settings.model}")  # fmt: skip
         err.print(notes[-1], markup=False)
     try:
         train_part, val_part = split_by_question(data, validation, train_seed)

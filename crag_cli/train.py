@@ -152,18 +152,26 @@ SYNTHETIC_PROMPT = (
     "Reply with exactly two lines:\nQuestion: ...\nAnswer: ...\n\n"
     "<passage>\n{passage}\n</passage>"
 )
+# Longer "answers" are paragraphs, not spans. A sentence copied from the passage is kept: documentation
+# answers "what does X do?" with one (it must still occur in the passage word for word).
+MAX_ANSWER_WORDS = 20
 
 
 def parse_synthetic(reply: str) -> tuple[str, str] | None:
-    """``(question, answer)`` from a ``Question: ... / Answer: ...`` reply, or ``None``."""
+    """``(question, answer)`` from a ``Question: ... / Answer: ...`` reply, or ``None``.
+
+    Lines may be marked up (``**Question:**``); an answer of more than
+    :data:`MAX_ANSWER_WORDS` words is returned as it is (the caller drops it).
+    """
     question = answer = None
     for line in reply.splitlines():
         head, _, rest = line.strip().partition(":")
-        if head.strip().lower() == "question" and rest.strip() and question is None:
-            question = rest.strip()
-        elif head.strip().lower() == "answer" and rest.strip() and answer is None:
-            answer = rest.strip().rstrip(".")
-    if not question or not answer or len(answer.split()) > 8:
+        head, rest = head.strip(" *_#").lower(), rest.strip(" *_")
+        if head == "question" and rest and question is None:
+            question = rest
+        elif head == "answer" and rest and answer is None:
+            answer = rest.rstrip(".")
+    if not question or not answer:
         return None
     return question, answer
 
@@ -184,12 +192,14 @@ def synthetic_pairs(
     Returns
     -------
     (pairs, counts)
-        ``counts``: ``sampled``, ``kept``, ``dropped_unparsed``, ``dropped_not_in_passage``.
+        ``counts``: ``sampled``, ``kept``, ``dropped_unparsed``, ``dropped_long_answer``,
+        ``dropped_not_in_passage``.
     """
     rng = random.Random(seed)
     passages = [p for p in index.passages if len(p.text.split()) >= 20] or list(index.passages)
     chosen = rng.sample(passages, min(n, len(passages)))
-    counts = {"sampled": len(chosen), "kept": 0, "dropped_unparsed": 0, "dropped_not_in_passage": 0}
+    counts = {"sampled": len(chosen), "kept": 0, "dropped_unparsed": 0, "dropped_long_answer": 0,
+              "dropped_not_in_passage": 0}  # fmt: skip
     out: list[LabelledPair] = []
     for done, passage in enumerate(chosen, 1):
         reply = generator.generate(
@@ -198,6 +208,8 @@ def synthetic_pairs(
         parsed = parse_synthetic(reply)
         if parsed is None:
             counts["dropped_unparsed"] += 1
+        elif len(parsed[1].split()) > MAX_ANSWER_WORDS:
+            counts["dropped_long_answer"] += 1
         else:
             question, answer = parsed
             if not contains_phrase(passage.text, answer) or contains_phrase(question, answer):

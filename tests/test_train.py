@@ -76,17 +76,25 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
     pairs, counts = synthetic_pairs(index, gen, n=100, top_k=5, seed=0)
     assert counts["sampled"] == len([p for p in index.passages if len(p.text.split()) >= 20]) or counts["sampled"] > 0
     assert counts["kept"] == sum(1 for p in pairs if p.label == 1) >= 1
-    assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] == counts["sampled"]
+    assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] + counts["dropped_long_answer"] == counts["sampled"]
     positives = [p for p in pairs if p.label]
     assert all("Berlin" in p.passage for p in positives)
     assert all("berlin" not in p.passage.lower() for p in pairs if not p.label)  # negatives never hold the answer
     assert len(gen.messages) == counts["sampled"] and "<passage>" in gen.messages[0][0]["content"]
 
 
+def test_synthetic_sentence_answers_are_counted_apart_and_dropped(built_index):
+    index = BM25Index.load(built_index)
+    gen = FakeGenerator("Question: What is the capital of Germany?\nAnswer: " + "The capital of Germany is the city of Berlin, " * 3)
+    pairs, counts = synthetic_pairs(index, gen, n=3, top_k=5, seed=0)
+    assert pairs == [] and counts["dropped_long_answer"] == counts["sampled"] == 3 and counts["dropped_unparsed"] == 0
+
+
 def test_parse_synthetic():
     assert parse_synthetic("Question: Who painted it?\nAnswer: Anna Example.") == ("Who painted it?", "Anna Example")
     assert parse_synthetic("I cannot do that.") is None
-    assert parse_synthetic("Question: Who?\nAnswer: " + "word " * 12) is None  # not a short answer
+    assert parse_synthetic("**Question:** Who painted it?\n**Answer:** Anna Example") == ("Who painted it?", "Anna Example")
+    assert parse_synthetic("Question: Who painted it?") is None
 
 
 def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
