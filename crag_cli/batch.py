@@ -105,16 +105,8 @@ def evaluator_fingerprint(spec: str) -> str:
     return f"{spec} {_hash_json(entries)[:16]}"
 
 
-_FILE_HASHES: dict[tuple, str] = {}
-
-
 def _file_sha256(path: Path) -> str:
-    """A file's sha256, remembered for the process by path, size and modification time."""
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _FILE_HASHES:
-        _FILE_HASHES[key] = (files.digest(path) or (0, ""))[1]
-    return _FILE_HASHES[key]
+    return (files.cached_digest(path) or (0, ""))[1]
 
 
 # Setting groups (see settings.GROUPS) whose values a mode's records do not depend on.

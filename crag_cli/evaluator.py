@@ -368,7 +368,7 @@ def base_path(base: str) -> Path:
 
 def verify_files(path: Path, manifest: dict) -> None:
     """Refuse a trained evaluator whose weights differ from the sha256 its manifest (or crag) pins."""
-    from .files import digest
+    from .files import cached_digest
 
     files = manifest["files"]
     if Path(path).resolve() == EMBEDDED_EVALUATOR.resolve():
@@ -377,7 +377,7 @@ def verify_files(path: Path, manifest: dict) -> None:
     if unlisted:  # a weights file nothing pins could be loaded in place of the checked one
         raise EvaluatorError(f"trained evaluator {path}: {unlisted[0]} is not in its manifest: refusing to load it")
     for name, sha in files.items():
-        got = digest(Path(path) / name)
+        got = cached_digest(Path(path) / name)  # once per process: the run manifest's fingerprint read it too
         if got is None:
             raise EvaluatorError(f"trained evaluator {path}: {name} is missing or unreadable")
         if got[1] != sha:

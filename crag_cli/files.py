@@ -160,6 +160,28 @@ def digest(path: Path) -> tuple[int, str] | None:
     return size, h.hexdigest()
 
 
+_DIGESTS: dict[tuple, tuple[int, str]] = {}
+
+
+def cached_digest(path: Path) -> tuple[int, str] | None:
+    """:func:`digest`, remembered for the process by path, size and modification time.
+
+    For inputs read more than once in a run (a model's or an evaluator's
+    weights: fingerprinted for the run manifest, then checked before loading).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        found = digest(path)
+        if found is None:
+            return None
+        _DIGESTS[key] = found
+    return _DIGESTS[key]
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary beside ``path`` and rename it into place.
 
