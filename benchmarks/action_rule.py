@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 import sys
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from crag_cli.calibrate import Item, action_accuracy, choose_action_thresholds  
 from crag_cli.evaluator import build_evaluator  # noqa: E402
 from crag_cli.index import BM25Index  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli.train import LabelledPair, split_by_question  # noqa: E402
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
@@ -84,9 +84,8 @@ def main() -> None:
     questions = [json.loads(x) for x in (args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
     held = set(spread_sample(list(range(len(questions))), args.test))
     test = [q for i, q in enumerate(questions) if i in held]
-    rest = [q["id"] for i, q in enumerate(questions) if i not in held]
-    random.Random(args.seed).shuffle(rest)  # as crag_cli.train.split_by_question orders the training questions
-    val_ids = set(rest[: max(1, round(args.validation * len(rest)))])
+    rest = [LabelledPair(q["id"], q["question"], "", 0) for i, q in enumerate(questions) if i not in held]
+    val_ids = {p.qid for p in split_by_question(rest, args.validation, args.seed)[1]}  # the evaluator's own split
     val = [q for q in questions if q["id"] in val_ids]
 
     index = BM25Index.load(args.index)
