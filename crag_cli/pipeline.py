@@ -107,7 +107,9 @@ class Pipeline:
     strip_mode : str
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
-        Strips kept by refinement.
+        The most strips the generator gets: refinement keeps this many of the
+        passages and of the web pages, and an Ambiguous question (both) the
+        strongest this many of the two together.
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
         evaluator is sure, the generator gets fewer and stronger strips.
@@ -213,22 +215,34 @@ class Pipeline:
         if not self.refine_knowledge:
             return [Strip(h.passage.text, h.passage.id, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
         sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in kept]
-        top = min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips
         with _Timer(result.timings, "refine"):
-            return refine(result.question, sources, self._scorer, self.strip_mode, top, self.thresholds.filter)
+            return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
+                          self.thresholds.filter)  # fmt: skip
 
     def _knowledge(self, result: Result) -> list[KnowledgeItem]:
-        """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
+        """CRAG's knowledge for the prompt: the strongest kept strips, internal and external together.
 
-        Each item carries the evaluator's verdict in words (``high``, ``medium``,
-        ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
-        external and the original order.
+        At most ``strips`` strips reach the generator (``strips_correct`` when
+        Correct), so an Ambiguous question, which refines both the passages and
+        the web pages, gets the best of both rather than twice as many; the
+        strips left out are dropped from the result too, so its record shows
+        what the generator read. Each item carries the evaluator's verdict in
+        words (``high``, ``medium``, ``low``; see :meth:`Thresholds.relevance`).
+        Ties keep internal before external and the original order.
         """
-        strips = list(result.internal_knowledge or []) + list(
-            result.external_knowledge.strips if result.external_knowledge else []
-        )
-        ranked = sorted(strips, key=lambda s: -s.score)  # a stable sort: ties keep their order
+        internal = list(result.internal_knowledge or [])
+        external = list(result.external_knowledge.strips) if result.external_knowledge else []
+        ranked = sorted(internal + external, key=lambda s: -s.score)[: self._top(result)]  # stable: ties keep order
+        kept = {id(s) for s in ranked}
+        if result.internal_knowledge is not None:
+            result.internal_knowledge = [s for s in internal if id(s) in kept]
+        if result.external_knowledge is not None:
+            result.external_knowledge.strips = [s for s in external if id(s) in kept]
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in ranked]
+
+    def _top(self, result: Result) -> int:
+        """Strips the generator gets for this result's action."""
+        return min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips
 
     def _external(self, result: Result) -> ExternalKnowledge:
         if self.web is None:

@@ -80,7 +80,10 @@ class Settings(BaseModel):
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
         "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine"
     )
-    strips: int = setting(5, "Strips kept by refinement.", "refine", ge=1, le=100)
+    strips: int = setting(
+        5, "Strips the generator gets: the strongest, of the passages and the web pages together.", "refine",
+        ge=1, le=100,
+    )  # fmt: skip
     strips_correct: int = setting(
         3, "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.", "refine",
         ge=1, le=100,

@@ -48,6 +48,22 @@ def test_ambiguous_ranks_internal_and_web_strips_together_and_flags_an_unsupport
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
+def test_ambiguous_gives_the_generator_the_strongest_strips_of_both_not_twice_as_many():
+    passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
+    scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}
+    web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(4)], score=0.25)
+    gen = FakeGenerator("jurist")
+    pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, web=web, strips=3, strips_correct=1)
+    result = pipe.run("What is Ole Krarup's occupation?")
+    assert result.action is Action.AMBIGUOUS
+    lines = reference(gen)
+    assert len(lines) == 3  # `strips` in all, not `strips` local and `strips` web
+    assert "fact 3" in lines[0] and "fact 2" in lines[1] and "web item 0" in lines[2]  # 0.4, 0.3, then 0.25 (web)
+    record = to_record(result)  # the record shows what the generator read, no more
+    assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 2.", "Ole Krarup fact 3."]
+    assert [s["text"] for s in record["external_knowledge"]["strips"]] == ["Ole Krarup was web item 0."]
+
+
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
     gen = FakeGenerator("Copenhagen")
     pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
