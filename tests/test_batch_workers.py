@@ -67,16 +67,23 @@ def test_a_worker_that_cannot_load_its_model_is_one_error_line(built_index, tmp_
     assert not (tmp_path / "out.jsonl").exists()  # nothing was finished, nothing renamed into place
 
 
+def _ctrl_c_as_in_a_terminal():
+    """A test run started in the background by a script (``pytest &``) ignores SIGINT, and so would crag under it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 400)
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "crag_cli", "batch", str(qs), "-o", str(out), "--index", str(built_index),
            "--model", str(tiny_gguf), "--max-tokens", "4", "--workers", "2", "--threads", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ctrl_c_as_in_a_terminal)  # fmt: skip
     partial = tmp_path / "out.jsonl.partial"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not partial.exists() or partial.read_text().count("\n") < 3):
         time.sleep(0.2)
+    assert proc.poll() is None, "the batch ended before it could be interrupted: give it more questions"
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group gets it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
