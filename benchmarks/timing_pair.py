@@ -1,0 +1,112 @@
+"""crag against plain RAG at k = 3, timed side by side: the same questions, the two modes taking turns.
+
+    python benchmarks/timing_pair.py --data ../shared/bench/popqa --sample 200 [--model NAME] --out OUTDIR
+
+Two runs timed one after the other drift apart with the machine (on a shared
+host the same prompts took 1.2 to 1.4 times as long an hour later), so this
+script opens both pipelines in one process (``crag_cli.open``: ``crag`` with the
+web stand-in, ``rag`` with ``top_k=3``; each loads its own copy of the models
+once) and answers the questions in groups of ``crag_cli.batch.GROUP_LINES``,
+each group by both modes in turn, the first mode alternating from group to
+group. Whatever slows the machine slows both. It writes each mode's records
+(as ``crag batch`` writes them), ``results.json`` and ``results.md``: mean
+seconds per question per mode and stage, the ratio crag / rag, and the ratio's
+spread over the groups (bootstrap 95% interval). Questions are the same spread
+sample as ``benchmarks/popqa.py --sample N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from popqa import spread_sample  # noqa: E402
+
+MODES = {"crag": {"mode": "crag"}, "rag-k3": {"mode": "rag", "top_k": 3}}
+
+
+def bootstrap_ratio(a: np.ndarray, b: np.ndarray, n: int = 10000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of ``sum(a) / sum(b)`` over resampled groups (``a``, ``b``: seconds per group)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(a), size=(n, len(a)))
+    ratios = a[idx].sum(axis=1) / b[idx].sum(axis=1)
+    return float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
+    parser.add_argument("--model", default=None, help="generator (default: crag's default)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    import crag_cli
+    from crag_cli.batch import GROUP_LINES
+    from crag_cli.index import build_index
+    from webstandin import start_in_thread
+
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
+    questions = [json.loads(line) for line in spread_sample(lines, args.sample)]
+    build_index(args.data / "corpus.jsonl", out / "index")
+    _server, web_url = start_in_thread(args.data / "web.jsonl")
+    common = {"index": str(out / "index")} | ({"model": args.model} if args.model else {})
+    web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
+    opened = {name: crag_cli.open(**common, **(web if m["mode"] == "crag" else {}), **m).load()
+              for name, m in MODES.items()}  # fmt: skip
+    names = list(MODES)
+    records: dict[str, list[dict]] = {name: [] for name in names}
+    per_group: dict[str, list[float]] = {name: [] for name in names}
+    start = time.perf_counter()
+    for g, first in enumerate(range(0, len(questions), GROUP_LINES)):
+        group = questions[first : first + GROUP_LINES]
+        for name in names if g % 2 == 0 else names[::-1]:
+            recs = list(opened[name].answer(group))
+            records[name] += recs
+            per_group[name].append(sum(r["timings"]["total"] for r in recs))
+        done = first + len(group)
+        print(f"timing: {done}/{len(questions)} questions, " + ", ".join(
+            f"{n} {sum(per_group[n]) / done:.2f} s/question" for n in names), file=sys.stderr)  # fmt: skip
+    wall = time.perf_counter() - start
+
+    n = len(questions)
+    result = {"questions": n, "model": opened["crag"].settings.model, "group": GROUP_LINES, "wall_seconds": round(wall, 1),
+              "modes": {}}  # fmt: skip
+    for name in names:
+        recs = records[name]
+        (out / f"records-{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+        stages = sorted({k for r in recs for k in r["timings"]})
+        result["modes"][name] = {
+            "seconds_per_question": round(sum(per_group[name]) / n, 3),
+            "stages": {k: round(sum(r["timings"].get(k, 0.0) for r in recs) / n, 3) for k in stages},
+            "prompt_tokens": round(sum(r.get("prompt_tokens") or 0 for r in recs) / n, 1),
+            "correct": sum(bool(r.get("correct")) for r in recs),
+            "errors": sum(bool(r.get("error")) for r in recs),
+        }
+    a, b = np.array(per_group["crag"]), np.array(per_group["rag-k3"])
+    lo, hi = bootstrap_ratio(a, b)
+    result["ratio"] = {"crag_over_rag_k3": round(float(a.sum() / b.sum()), 3), "ci95": [round(lo, 3), round(hi, 3)]}
+    (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    rows = ["| mode | questions | correct | prompt tokens | s/question | " + " | ".join(
+        f"{k} s" for k in ("evaluate", "refine", "rewrite", "search", "generate")) + " |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name in names:
+        m = result["modes"][name]
+        rows.append(f"| {name} | {n} | {m['correct']} | {m['prompt_tokens']} | {m['seconds_per_question']:.2f} | " + " | ".join(
+            f"{m['stages'].get(k, 0.0):.2f}" for k in ("evaluate", "refine", "rewrite", "search", "generate")) + " |")  # fmt: skip
+    text = "\n".join(rows) + (f"\n\ncrag / rag-k3 = {result['ratio']['crag_over_rag_k3']:.3f} "
+                             f"(95% interval over the {len(a)} groups: {lo:.3f} to {hi:.3f}); wall {wall:.0f} s\n")  # fmt: skip
+    (out / "results.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
