@@ -219,16 +219,12 @@ class Pipeline:
             return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
                           self.thresholds.filter)  # fmt: skip
 
-    def _knowledge(self, result: Result) -> list[KnowledgeItem]:
-        """CRAG's knowledge for the prompt: the strongest kept strips, internal and external together.
+    def _keep_strongest(self, result: Result) -> None:
+        """Keep the strongest strips, internal and external together: at most what the action allows.
 
-        At most ``strips`` strips reach the generator (``strips_correct`` when
-        Correct), so an Ambiguous question, which refines both the passages and
-        the web pages, gets the best of both rather than twice as many; the
-        strips left out are dropped from the result too, so its record shows
-        what the generator read. Each item carries the evaluator's verdict in
-        words (``high``, ``medium``, ``low``; see :meth:`Thresholds.relevance`).
-        Ties keep internal before external and the original order.
+        An Ambiguous question refines both its passages and the web pages; the
+        generator gets the best ``strips`` of the two, not ``strips`` of each.
+        The result keeps only those, so its record shows what the generator read.
         """
         internal = list(result.internal_knowledge or [])
         external = list(result.external_knowledge.strips) if result.external_knowledge else []
@@ -238,6 +234,18 @@ class Pipeline:
             result.internal_knowledge = [s for s in internal if id(s) in kept]
         if result.external_knowledge is not None:
             result.external_knowledge.strips = [s for s in external if id(s) in kept]
+
+    def _knowledge(self, result: Result) -> list[KnowledgeItem]:
+        """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
+
+        Each item carries the evaluator's verdict in words (``high``, ``medium``,
+        ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
+        external and the original order.
+        """
+        strips = list(result.internal_knowledge or []) + list(
+            result.external_knowledge.strips if result.external_knowledge else []
+        )
+        ranked = sorted(strips, key=lambda s: -s.score)  # a stable sort: ties keep their order
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in ranked]
 
     def _top(self, result: Result) -> int:
@@ -304,6 +312,7 @@ class Pipeline:
                 result.internal_knowledge = self._internal(result)
             if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
                 result.external_knowledge = self._external(result)
+            self._keep_strongest(result)
             items = self._knowledge(result)
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
