@@ -65,6 +65,7 @@ class QuestionLine:
     answers: list[str] | None
     task: str | None
     error: str | None = None
+    subject: str | None = None  # what the question asks about (a name), when the file says: labels evaluator training
 
 
 def parse_question(obj: Any, line: int) -> QuestionLine:
@@ -93,7 +94,9 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     task = obj.get("task")
     if task is not None and task not in VALID_TASKS:
         return QuestionLine(line, qid, question, None, None, f"unknown task {task!r}: use {', '.join(VALID_TASKS)}")
-    return QuestionLine(line, qid, question.strip(), answers, task)
+    subject = obj.get("subject")  # read by train-evaluator alone; anything but a name is no subject, not an error
+    subject = subject.strip() or None if isinstance(subject, str) else None
+    return QuestionLine(line, qid, question.strip(), answers, task, subject=subject)
 
 
 def read_questions(path: Path) -> Iterator[QuestionLine]:
