@@ -780,8 +780,7 @@ def train_evaluator(
         with_subject = sum(q.subject is not None for q in gold)
         notes.append(f"{len(gold)} questions of {questions.name} with gold answers; top-{settings.top_k} passages "
                      f"of the index labelled positive when a gold alias occurs in them as whole words"
-                     + (f"; for the {with_subject} questions that name their subject, a passage with an alias but without the "
-                        f"subject's rarest name word is unsure (soft label 0.5)"
+                     + (f" and, for the {with_subject} questions that name their subject, the subject's rarest name word too"
                         if with_subject else ""))  # fmt: skip
     if pairs is not None:
         got = []

@@ -5,10 +5,9 @@
 * :func:`pairs_from_gold`: questions with gold answers plus an index; each of a
   question's top-k passages is positive when a gold alias occurs in it as whole
   words, negative otherwise (the paper's PopQA labels); when a question names
-  its ``subject``, a passage that holds an alias but does not name the
-  subject (:func:`subject_word`) is only half a positive (a soft target of
-  0.5), so that "football" in a page about another club does not teach the
-  evaluator that any football page answers "What sport does X play?";
+  its ``subject``, the passage must name it too (:func:`subject_word`), so
+  that "football" in a page about another club does not teach the evaluator
+  that any football page answers "What sport does X play?";
 * :func:`read_labelled_pairs`: ready ``question``, ``passage``, ``label`` lines;
 * :func:`synthetic_pairs`: no labels at all; the local generator writes a
   question and its short answer for sampled passages of the user's own index
@@ -59,7 +58,7 @@ class LabelledPair:
     qid: str
     question: str
     passage: str
-    label: float  # 1 holds the answer, 0 does not, UNSURE: holds it without naming the question's subject
+    label: int
     answers: tuple[str, ...] = ()  # gold or generated answers, when known (to label strips)
 
     def strip_holds(self, strip: str) -> bool:
@@ -90,9 +89,6 @@ class TrainConfig:
 
 
 # ----------------------------------------------------------------------------- data
-
-
-UNSURE = 0.5  # the label of a pair that holds an answer but does not name its question's subject
 
 
 def subject_word(subject: str, document_frequency: Callable[[str], int] | None = None) -> str:
@@ -133,10 +129,8 @@ def pairs_from_gold(
     Parameters
     ----------
     questions : iterable of (id, question, gold aliases) or (id, question, gold aliases, subject)
-        A subject (``None``: not known) makes a passage that holds an alias
-        but not the subject's :func:`subject_word` an unsure pair (label
-        :data:`UNSURE`, a soft target of 0.5 for the loss): it may be a page of
-        the subject that names it by pronoun, or a page of something else.
+        A subject (``None``: not known) makes a passage positive only if it
+        also holds the subject's :func:`subject_word`.
     retriever : Retriever
     top_k : int
     document_frequency : callable, optional
@@ -151,9 +145,7 @@ def pairs_from_gold(
         subject = rest[0] if rest else None
         word = subject_word(subject, document_frequency) if subject else None
         for hit in retriever.search(question, top_k):
-            label: float = int(holds_answer(hit.passage.text, answers))
-            if label and word is not None and not holds_answer(hit.passage.text, [word]):
-                label = UNSURE
+            label = int(holds_answer(hit.passage.text, answers) and (word is None or holds_answer(hit.passage.text, [word])))
             out.append(LabelledPair(qid, question, hit.passage.text, label, tuple(answers)))
     return out
 
@@ -475,7 +467,7 @@ def train(
         strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
         strip_scores = scorer.score([(p.question, s) for p, s in strips])
         calib = calibrate(question_items(val_pairs, val_scores), strip_scores,
-                          [bool(p.label) and p.strip_holds(s) for p, s in strips],
+                          [p.label == 1 and p.strip_holds(s) for p, s in strips],
                           config.correct_precision, config.incorrect_precision, config.strip_recall)  # fmt: skip
         guard = None
         if config.topic_guard and not t5:
@@ -510,12 +502,10 @@ def train(
                     "note": data_note,
                     "train_questions": len({p.qid for p in train_pairs}),
                     "train_pairs": len(train_pairs),
-                    "train_positive": sum(p.label > 0 for p in train_pairs),
-                    "train_unsure": sum(p.label == UNSURE for p in train_pairs),
+                    "train_positive": sum(p.label for p in train_pairs),
                     "validation_questions": len({p.qid for p in val_pairs}),
                     "validation_pairs": len(val_pairs),
-                    "validation_positive": sum(p.label > 0 for p in val_pairs),
-                    "validation_unsure": sum(p.label == UNSURE for p in val_pairs),
+                    "validation_positive": sum(p.label for p in val_pairs),
                 },
                 "settings": asdict(config),
                 "trainable_parameters": trainable,
@@ -608,12 +598,11 @@ def model_card(card: dict) -> str:
         "",
         card["data"]["note"] or "(no note)",
         "",
-        "| | questions | pairs | positive pairs | of them unsure (subject not named) |",
-        "|---|---|---|---|---|",
-        f"| training | {card['data']['train_questions']} | {card['data']['train_pairs']} | {card['data']['train_positive']} "
-        f"| {card['data'].get('train_unsure', 0)} |",
+        "| | questions | pairs | positive pairs |",
+        "|---|---|---|---|",
+        f"| training | {card['data']['train_questions']} | {card['data']['train_pairs']} | {card['data']['train_positive']} |",
         f"| validation | {card['data']['validation_questions']} | {card['data']['validation_pairs']} "
-        f"| {card['data']['validation_positive']} | {card['data'].get('validation_unsure', 0)} |",
+        f"| {card['data']['validation_positive']} |",
         "",
         "## Validation after each epoch",
         "",

@@ -19,7 +19,7 @@ from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
-    UNSURE, read_labelled_pairs, split_by_question, subject_word, synthetic_pairs, train,
+    read_labelled_pairs, split_by_question, subject_word, synthetic_pairs, train,
 )  # fmt: skip
 
 
@@ -80,7 +80,7 @@ def test_subject_word_is_the_rarest_held_word_of_the_name_without_its_qualifier(
     assert subject_word("Scott Fraser (orienteer)") == "Scott Fraser"  # no index: the whole name
 
 
-def test_a_subject_makes_passages_that_do_not_name_it_unsure_not_positive(tmp_path):
+def test_a_subject_makes_only_passages_that_name_it_positive(tmp_path):
     from crag_cli.index import build_index
 
     docs = tmp_path / "docs"
@@ -98,7 +98,7 @@ def test_a_subject_makes_passages_that_do_not_name_it_unsure_not_positive(tmp_pa
     named = {p.passage.split()[0]: p.label
              for p in pairs_from_gold([(*question, "Jan Kowalczyk (footballer)")], index, 3, index.document_frequency)}
     assert plain == {"Jan": 1, "Wisla": 1, "Maria": 0}  # the alias alone: the club's page counts too
-    assert named == {"Jan": 1, "Wisla": UNSURE, "Maria": 0}  # with the subject: only the page about him is sure
+    assert named == {"Jan": 1, "Wisla": 0, "Maria": 0}  # with the subject: only the page about him
 
 
 def test_train_evaluator_reads_the_subject_of_gold_questions(built_index, tmp_path, monkeypatch):
@@ -119,9 +119,8 @@ def test_train_evaluator_reads_the_subject_of_gold_questions(built_index, tmp_pa
     result = CliRunner().invoke(app, ["train-evaluator", str(qfile), "--index", str(built_index),
                                       "--out", str(tmp_path / "ev")])  # fmt: skip
     assert result.exit_code != 0 and "stop here" in result.output
-    # "politician" is in his page: positive for the question without a subject, unsure for the one whose subject it does not name
-    assert UNSURE in seen["labels"]["q0"] and set(seen["labels"]["q0"]) <= {0, UNSURE}
-    assert 1 in seen["labels"]["q1"] and UNSURE not in seen["labels"]["q1"]
+    # "politician" is in his page: positive for the question without a subject, not for the one whose subject it does not name
+    assert not any(seen["labels"]["q0"]) and any(seen["labels"]["q1"])
     assert "for the 1 questions that name their subject" in seen["note"]
 
 
