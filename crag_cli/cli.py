@@ -177,8 +177,8 @@ def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
         fail(str(exc))
 
 
-def _gold_lines(path: Path, limit: int | None) -> list:
-    """The first ``limit`` usable lines (QuestionLine) of a JSONL file of questions with gold answers; the others are named on stderr."""
+def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]]:
+    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are named on stderr."""
     from .records import read_questions
 
     questions = []
@@ -186,16 +186,11 @@ def _gold_lines(path: Path, limit: int | None) -> list:
         if q.error or not q.answers:
             err.print(f"line {q.line}: skipped: {q.error or 'no gold answers'}", markup=False)
             continue
-        questions.append(q)
+        questions.append((q.question, q.answers))
     questions = questions[:limit] if limit is not None else questions
     if not questions:
         fail(f"{path} holds no question with gold answers")
     return questions
-
-
-def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]]:
-    """(question, gold aliases) of :func:`_gold_lines`."""
-    return [(q.question, q.answers) for q in _gold_lines(path, limit)]
 
 
 def _input_file(path: Path) -> None:
@@ -694,7 +689,7 @@ def train_evaluator(
     ctx: typer.Context,
     settings: Settings,
     questions: Annotated[
-        Optional[Path], typer.Argument(help="JSONL questions with gold 'answers' (and optional 'subject'): their top-k passages are labelled.")
+        Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
     ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.")] = Path("crag-evaluator"),
     pairs: Annotated[
@@ -773,15 +768,12 @@ def train_evaluator(
         except CragError as exc:
             fail(str(exc))
     if questions is not None:
-        gold = _gold_lines(questions, limit)
-        got = pairs_from_gold([(f"q{i}", q.question, q.answers, q.subject) for i, q in enumerate(gold)], index,
-                              settings.top_k, document_frequency=index.document_frequency)  # fmt: skip
+        gold = _gold_questions(questions, limit)
+        ids = [f"q{i}" for i in range(len(gold))]
+        got = pairs_from_gold([(i, q, a) for i, (q, a) in zip(ids, gold)], index, settings.top_k)
         data += got
-        with_subject = sum(q.subject is not None for q in gold)
         notes.append(f"{len(gold)} questions of {questions.name} with gold answers; top-{settings.top_k} passages "
-                     f"of the index labelled positive when a gold alias occurs in them as whole words"
-                     + (f" and, for the {with_subject} questions that name their subject, the subject's rarest name word too"
-                        if with_subject else ""))  # fmt: skip
+                     f"of the index labelled positive when a gold alias occurs in them as whole words")  # fmt: skip
     if pairs is not None:
         got = []
         for item in read_labelled_pairs(pairs):

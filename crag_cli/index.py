@@ -740,10 +740,6 @@ class BM25Index:
             val[np.searchsorted(hit, indices[a:b])] += data[a:b]
         return hit, val
 
-    def document_frequency(self, word: str) -> int:
-        """How many passages hold a term of ``word`` (as the index tokenizes it; 0 for a stopword)."""
-        return len(self.matched(word)[0])
-
     def scores(self, query: str):
         """BM25 score of every passage for ``query`` (a NumPy float32 array in index order)."""
         import numpy as np

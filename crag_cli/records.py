@@ -65,7 +65,6 @@ class QuestionLine:
     answers: list[str] | None
     task: str | None
     error: str | None = None
-    subject: str | None = None  # what the question asks about (a name), when the file says: labels evaluator training
 
 
 def parse_question(obj: Any, line: int) -> QuestionLine:
@@ -94,9 +93,7 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     task = obj.get("task")
     if task is not None and task not in VALID_TASKS:
         return QuestionLine(line, qid, question, None, None, f"unknown task {task!r}: use {', '.join(VALID_TASKS)}")
-    subject = obj.get("subject")  # read by train-evaluator alone; anything but a name is no subject, not an error
-    subject = subject.strip() or None if isinstance(subject, str) else None
-    return QuestionLine(line, qid, question.strip(), answers, task, subject=subject)
+    return QuestionLine(line, qid, question.strip(), answers, task)
 
 
 def read_questions(path: Path) -> Iterator[QuestionLine]:

@@ -4,10 +4,7 @@
 
 * :func:`pairs_from_gold`: questions with gold answers plus an index; each of a
   question's top-k passages is positive when a gold alias occurs in it as whole
-  words, negative otherwise (the paper's PopQA labels); when a question names
-  its ``subject``, the passage must name it too (:func:`subject_word`), so
-  that "football" in a page about another club does not teach the evaluator
-  that any football page answers "What sport does X play?";
+  words, negative otherwise (the paper's PopQA labels);
 * :func:`read_labelled_pairs`: ready ``question``, ``passage``, ``label`` lines;
 * :func:`synthetic_pairs`: no labels at all; the local generator writes a
   question and its short answer for sampled passages of the user's own index
@@ -29,7 +26,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -91,61 +87,25 @@ class TrainConfig:
 # ----------------------------------------------------------------------------- data
 
 
-def subject_word(subject: str, document_frequency: Callable[[str], int] | None = None) -> str:
-    """The word of a subject's name that a passage about the subject must hold.
-
-    The name is ``subject`` without a Wikipedia-style qualifier (``"Scott
-    Fraser (orienteer)"`` → ``Scott Fraser``, ``"Mary, Saône-et-Loire"`` →
-    ``Mary``); of its words, the one fewest passages of the index hold
-    (``Feilden`` of ``Henry Feilden``: a page may name a person by surname
-    alone, and a first name is shared by many). Words the index does not hold
-    at all (stopwords, or spelt differently) are passed over.
-
-    Parameters
-    ----------
-    subject : str
-    document_frequency : callable, optional
-        Passages of the index that hold a word (``BM25Index.document_frequency``);
-        without it the whole name is the word.
-
-    Returns
-    -------
-    str
-        The word, or the whole name when no word of it occurs in the index.
-    """
-    name = re.split(r"\s*\(|,\s", subject.strip(), maxsplit=1)[0].strip() or subject.strip()
-    if document_frequency is None:
-        return name
-    counts = {w: document_frequency(w) for w in re.findall(r"\w[\w'’.-]*\w|\w", name) if len(w) > 1}
-    held = {w: n for w, n in counts.items() if n > 0}
-    return min(held, key=held.__getitem__) if held else name  # (min keeps the first of equals)
-
-
 def pairs_from_gold(
-    questions: Iterable[tuple], retriever, top_k: int = 10, document_frequency: Callable[[str], int] | None = None
+    questions: Iterable[tuple[str, str, Sequence[str]]], retriever, top_k: int = 10
 ) -> list[LabelledPair]:
     """Label each question's top-k passages by whether a gold alias occurs in them (whole words).
 
     Parameters
     ----------
-    questions : iterable of (id, question, gold aliases) or (id, question, gold aliases, subject)
-        A subject (``None``: not known) makes a passage positive only if it
-        also holds the subject's :func:`subject_word`.
+    questions : iterable of (id, question, gold aliases)
     retriever : Retriever
     top_k : int
-    document_frequency : callable, optional
-        For :func:`subject_word`.
 
     Returns
     -------
     list of LabelledPair
     """
     out = []
-    for qid, question, answers, *rest in questions:
-        subject = rest[0] if rest else None
-        word = subject_word(subject, document_frequency) if subject else None
+    for qid, question, answers in questions:
         for hit in retriever.search(question, top_k):
-            label = int(holds_answer(hit.passage.text, answers) and (word is None or holds_answer(hit.passage.text, [word])))
+            label = int(holds_answer(hit.passage.text, answers))
             out.append(LabelledPair(qid, question, hit.passage.text, label, tuple(answers)))
     return out
 

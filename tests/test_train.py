@@ -19,7 +19,7 @@ from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
-    read_labelled_pairs, split_by_question, subject_word, synthetic_pairs, train,
+    read_labelled_pairs, split_by_question, synthetic_pairs, train,
 )  # fmt: skip
 
 
@@ -68,60 +68,6 @@ def test_gold_labels_are_whole_word_aliases(built_index):
     pairs = pairs_from_gold([("a", "What is the capital of Germany?", ["Berlin"])], index, top_k=3)
     assert pairs and all(p.qid == "a" for p in pairs)
     assert all(p.label == int("berlin" in p.passage.lower()) for p in pairs) and any(p.label for p in pairs)
-
-
-def test_subject_word_is_the_rarest_held_word_of_the_name_without_its_qualifier():
-    df = {"Henry": 40, "Feilden": 2, "Scott": 9, "Fraser": 3, "Mary": 5, "Köbel": 0, "Walter": 7}.get
-    assert subject_word("Henry Feilden", lambda w: df(w, 1)) == "Feilden"  # a page may name him by surname alone
-    assert subject_word("Scott Fraser (orienteer)", lambda w: df(w, 1)) == "Fraser"  # the qualifier is no name word
-    assert subject_word("Mary, Saône-et-Loire", lambda w: df(w, 1)) == "Mary"
-    assert subject_word("Walter Köbel", lambda w: df(w, 1)) == "Walter"  # a word the index lacks is passed over
-    assert subject_word("Köbel", lambda w: 0) == "Köbel"  # none held: the whole name
-    assert subject_word("Scott Fraser (orienteer)") == "Scott Fraser"  # no index: the whole name
-
-
-def test_a_subject_makes_only_passages_that_name_it_positive(tmp_path):
-    from crag_cli.index import build_index
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "p.jsonl").write_text("\n".join(json.dumps(d) for d in [
-        {"id": "a", "title": "", "text": "Jan Kowalczyk is a Polish footballer who plays football for Wisla."},
-        {"id": "b", "title": "", "text": "Wisla Krakow is a football club that plays in the Polish league."},
-        {"id": "c", "title": "", "text": "Maria Nowak plays tennis in the Polish league."},
-        *({"id": f"x{i}", "title": "", "text": f"Filler page {i} about rivers and mountains."} for i in range(6)),
-    ]) + "\n", encoding="utf-8")  # fmt: skip
-    build_index(docs, tmp_path / "ix")
-    index = BM25Index.load(tmp_path / "ix")
-    question = ("q", "What sport does Jan Kowalczyk play in the Polish league?", ["football"])
-    plain = {p.passage.split()[0]: p.label for p in pairs_from_gold([question], index, top_k=3)}
-    named = {p.passage.split()[0]: p.label
-             for p in pairs_from_gold([(*question, "Jan Kowalczyk (footballer)")], index, 3, index.document_frequency)}
-    assert plain == {"Jan": 1, "Wisla": 1, "Maria": 0}  # the alias alone: the club's page counts too
-    assert named == {"Jan": 1, "Wisla": 0, "Maria": 0}  # with the subject: only the page about him
-
-
-def test_train_evaluator_reads_the_subject_of_gold_questions(built_index, tmp_path, monkeypatch):
-    import crag_cli.train as train_module
-
-    seen = {}
-
-    def fake_train(train_part, val_part, out, config, data_note="", **kw):
-        seen["labels"], seen["note"] = {}, data_note
-        for p in [*train_part, *val_part]:
-            seen["labels"].setdefault(p.qid, []).append(p.label)
-        raise TrainingError("stop here")
-
-    monkeypatch.setattr(train_module, "train", fake_train)
-    qfile = tmp_path / "q.jsonl"
-    qfile.write_text(json.dumps({"question": "Who is John Smithson?", "answers": ["politician"], "subject": "Nobody Else"})
-                     + "\n" + json.dumps({"question": "Who is John Smithson?", "answers": ["politician"]}) + "\n")  # fmt: skip
-    result = CliRunner().invoke(app, ["train-evaluator", str(qfile), "--index", str(built_index),
-                                      "--out", str(tmp_path / "ev")])  # fmt: skip
-    assert result.exit_code != 0 and "stop here" in result.output
-    # "politician" is in his page: positive for the question without a subject, not for the one whose subject it does not name
-    assert not any(seen["labels"]["q0"]) and any(seen["labels"]["q1"])
-    assert "for the 1 questions that name their subject" in seen["note"]
 
 
 def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
