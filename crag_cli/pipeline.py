@@ -219,6 +219,13 @@ class Pipeline:
             return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
                           self.thresholds.filter)  # fmt: skip
 
+    @staticmethod
+    def _strongest_first(result: Result) -> list[Strip]:
+        """The result's strips, internal then external, sorted strongest first (a stable sort: ties keep order)."""
+        internal = list(result.internal_knowledge or [])
+        external = list(result.external_knowledge.strips) if result.external_knowledge else []
+        return sorted(internal + external, key=lambda s: -s.score)
+
     def _keep_strongest(self, result: Result) -> None:
         """Keep the strongest strips, internal and external together: at most what the action allows.
 
@@ -226,14 +233,11 @@ class Pipeline:
         generator gets the best ``strips`` of the two, not ``strips`` of each.
         The result keeps only those, so its record shows what the generator read.
         """
-        internal = list(result.internal_knowledge or [])
-        external = list(result.external_knowledge.strips) if result.external_knowledge else []
-        ranked = sorted(internal + external, key=lambda s: -s.score)[: self._top(result)]  # stable: ties keep order
-        kept = {id(s) for s in ranked}
+        kept = {id(s) for s in self._strongest_first(result)[: self._top(result)]}
         if result.internal_knowledge is not None:
-            result.internal_knowledge = [s for s in internal if id(s) in kept]
+            result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
         if result.external_knowledge is not None:
-            result.external_knowledge.strips = [s for s in external if id(s) in kept]
+            result.external_knowledge.strips = [s for s in result.external_knowledge.strips if id(s) in kept]
 
     def _knowledge(self, result: Result) -> list[KnowledgeItem]:
         """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
@@ -242,11 +246,8 @@ class Pipeline:
         ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
         external and the original order.
         """
-        strips = list(result.internal_knowledge or []) + list(
-            result.external_knowledge.strips if result.external_knowledge else []
-        )
-        ranked = sorted(strips, key=lambda s: -s.score)  # a stable sort: ties keep their order
-        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in ranked]
+        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score))
+                for s in self._strongest_first(result)]  # fmt: skip
 
     def _top(self, result: Result) -> int:
         """Strips the generator gets for this result's action."""
