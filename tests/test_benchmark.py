@@ -128,3 +128,14 @@ def test_throughput_runs_and_differing_answers():
     a = [{"id": "q1", "answer": "Paris", "action": "correct"}, {"id": "q2", "answer": "Rome", "action": "incorrect"}]
     b = [dict(a[0]), dict(a[1], action="ambiguous")]
     assert throughput.differing(a, a) == [] and throughput.differing(b, a) == ["q2"]
+
+
+def test_timing_pair_interval_brackets_the_ratio_and_is_exact_when_every_group_agrees():
+    import numpy as np
+    from timing_pair import bootstrap_ratio
+
+    b = np.array([4.0, 6.0, 5.0, 7.0, 3.0, 5.0])
+    assert bootstrap_ratio(2 * b, b) == (2.0, 2.0)  # every group twice as slow: no doubt about the ratio
+    a = np.array([5.0, 5.5, 6.5, 6.0, 3.5, 8.0])
+    lo, hi = bootstrap_ratio(a, b)
+    assert lo < a.sum() / b.sum() < hi and hi - lo > 0.05
