@@ -693,10 +693,13 @@ def train_evaluator(
     ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.")] = Path("crag-evaluator"),
     pairs: Annotated[
-        Optional[Path], typer.Option("--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1.")
+        Optional[Path], typer.Option("--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1 (optional qid, answers).")
     ] = None,
     synthetic: Annotated[
         Optional[int], typer.Option("--synthetic", min=1, help="No labels: the generator writes questions for N sampled passages of the index.")
+    ] = None,
+    save_synthetic: Annotated[
+        Optional[Path], typer.Option("--save-synthetic", help="Also write the synthetic pairs to this new file, for --pairs in later runs.")
     ] = None,
     base: Annotated[
         str, typer.Option(help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH.")
@@ -706,7 +709,7 @@ def train_evaluator(
     train_batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Pairs per training step.")] = TrainConfig.batch_size,
     train_max_length: Annotated[int, typer.Option(min=16, max=512, help="Tokens kept per (question, passage) pair.")] = TrainConfig.max_length,
     lora_r: Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")] = TrainConfig.lora_r,
-    validation: Annotated[float, typer.Option(min=0.01, max=0.9, help="Share of questions held out to pick the best epoch and calibrate the thresholds.")] = TrainConfig.validation,
+    validation: Annotated[float, typer.Option(min=0.01, max=0.9, help="Share of questions held out to pick the best epoch and calibrate the thresholds (of the gold questions, when given: other pairs then only train).")] = TrainConfig.validation,
     train_seed: Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")] = TrainConfig.seed,
     topic_guard: Annotated[
         bool, typer.Option("--topic-guard/--no-topic-guard", help="Store a topic guard: passages the base encoder's cosine finds on topic are never discarded (encoder bases only).")
@@ -723,6 +726,17 @@ def train_evaluator(
         fail("give training data: QUESTIONS.jsonl with gold answers, --pairs FILE, or --synthetic N")
     if limit is not None and questions is None:
         fail("--limit counts gold questions: give QUESTIONS.jsonl")
+    if save_synthetic is not None:
+        if synthetic is None:
+            fail("--save-synthetic writes the pairs of --synthetic N: give --synthetic")
+        if save_synthetic.exists() or save_synthetic.is_symlink():
+            fail(f"--save-synthetic {save_synthetic} exists: crag writes only a new file")
+        try:
+            from .files import check_output_file
+
+            check_output_file(save_synthetic, "synthetic pairs file")
+        except CragError as exc:
+            fail(str(exc))
     for path in (questions, pairs):
         if path is not None:
             _input_file(path)
@@ -757,7 +771,8 @@ def train_evaluator(
             gen = builder.generator(settings)
         except CragError as exc:
             fail(str(exc))
-    data: list[LabelledPair] = []
+    data: list[LabelledPair] = []  # gold-labelled when gold questions are given, else all
+    extra: list[LabelledPair] = []  # labelled and synthetic pairs beside gold questions: training only
     notes: list[str] = []
     index = None
     if questions is not None or synthetic is not None:
@@ -781,7 +796,7 @@ def train_evaluator(
                 err.print(f"{pairs}: {item}: skipped", markup=False)
             else:
                 got.append(item)
-        data += got
+        (extra if questions is not None else data).extend(got)
         notes.append(f"{len(got)} labelled pairs of {pairs.name}")
     if synthetic is not None:
         err.print(f"writing questions for {synthetic} passages with {settings.model}", markup=False)
@@ -792,13 +807,20 @@ def train_evaluator(
             )  # fmt: skip
         except CragError as exc:
             fail(str(exc))
-        data += got
+        (extra if questions is not None else data).extend(got)
+        if save_synthetic is not None:  # before training: generation is the slow part, and training may still fail
+            from .train import write_labelled_pairs
+
+            write_labelled_pairs(got, save_synthetic)
+            err.print(f"wrote {len(got)} synthetic pairs to {save_synthetic}", markup=False)
         notes.append(f"synthetic: {counts['sampled']} passages sampled, {counts['kept']} questions kept "
                      f"({counts['dropped_unparsed']} unparsed, {counts['dropped_long_answer']} answers too long, "
                      f"{counts['dropped_not_in_passage']} answers not in their passage), written by {settings.model}")  # fmt: skip
         err.print(notes[-1], markup=False)
     try:
-        train_part, val_part = split_by_question(data, validation, train_seed)
+        if extra:
+            notes.append("validation on gold questions only; the other pairs train")
+        train_part, val_part = split_by_question(data, validation, train_seed, train_only=extra)
         card = train(train_part, val_part, out, config, data_note="; ".join(notes), log=lambda m: err.print(m, markup=False),
                      inputs=inputs)  # fmt: skip
     except CragError as exc:

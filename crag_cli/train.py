@@ -36,6 +36,7 @@ from . import __version__
 from .calibrate import Item, action_accuracy, calibrate, choose_action_thresholds
 from .errors import CragError
 from .evaltest import auc
+from .files import write_text_atomic
 from .evaluator import (
     EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, read_trained,
 )  # fmt: skip
@@ -114,7 +115,9 @@ def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
     """Yield the pairs of a JSONL file of ``question``, ``passage``, ``label`` (0/1); a bad line yields its error.
 
     Pairs with the same question text (or the same ``qid``, when given) belong
-    to one question.
+    to one question. An optional ``answers`` list (the question's answers) labels
+    the passage's strips for the strip threshold; without it a strip takes the
+    passage's label.
     """
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
@@ -135,9 +138,23 @@ def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
             if y not in (0, 1) or isinstance(y, float) and y not in (0.0, 1.0):
                 yield f"line {lineno}: 'label' must be 0 or 1"
                 continue
+            answers = obj.get("answers", [])
+            if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+                yield f"line {lineno}: 'answers', when given, must be a list of non-empty strings"
+                continue
             qid = obj.get("qid")
             key = str(qid) if qid is not None and str(qid).strip() else question_key(q)
-            yield LabelledPair(f"pairs:{key}", q.strip(), p, int(y))  # never the same id as a gold question's
+            yield LabelledPair(f"pairs:{key}", q.strip(), p, int(y), tuple(a.strip() for a in answers))  # never a gold id
+
+
+def write_labelled_pairs(pairs: Iterable[LabelledPair], path: Path) -> None:
+    """Write ``pairs`` as the JSONL lines :func:`read_labelled_pairs` reads back (``qid`` and ``answers`` kept).
+
+    Written beside ``path`` and renamed into place.
+    """
+    lines = (json.dumps({"qid": p.qid, "question": p.question, "passage": p.passage, "label": p.label,
+                         "answers": list(p.answers)}, ensure_ascii=False) + "\n" for p in pairs)  # fmt: skip
+    write_text_atomic(path, "".join(lines))
 
 
 def question_key(question: str) -> str:
@@ -226,11 +243,16 @@ def synthetic_pairs(
     return out, counts
 
 
-def split_by_question(pairs: Sequence[LabelledPair], validation: float, seed: int = 0):
+def split_by_question(
+    pairs: Sequence[LabelledPair], validation: float, seed: int = 0, train_only: Sequence[LabelledPair] = ()
+):  # fmt: skip
     """``(train, validation)``: the questions shuffled with ``seed``, ``validation`` of them held out.
 
     Every pair of a question lands on the same side. At least one question goes
-    to each side when there are two or more.
+    to each side when there are two or more. ``train_only`` pairs are added to
+    the training side (the command's labelled and synthetic pairs, when gold
+    questions are given: the best epoch and the thresholds are then chosen on
+    questions like the ones the user will ask).
     """
     if not 0 < validation < 1:
         raise TrainingError("--validation must be a share between 0 and 1")
@@ -240,7 +262,7 @@ def split_by_question(pairs: Sequence[LabelledPair], validation: float, seed: in
     random.Random(seed).shuffle(qids)
     n_val = min(len(qids) - 1, max(1, round(validation * len(qids))))
     held = set(qids[:n_val])
-    return [p for p in pairs if p.qid not in held], [p for p in pairs if p.qid in held]
+    return [p for p in pairs if p.qid not in held] + list(train_only), [p for p in pairs if p.qid in held]
 
 
 def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:

@@ -19,7 +19,7 @@ from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
-    read_labelled_pairs, split_by_question, synthetic_pairs, train,
+    read_labelled_pairs, split_by_question, synthetic_pairs, train, write_labelled_pairs,
 )  # fmt: skip
 
 
@@ -45,6 +45,9 @@ def test_split_keeps_each_question_on_one_side_and_is_seeded():
     assert split_by_question(pairs, 0.25, seed=4)[1] != val_part
     with pytest.raises(TrainingError, match="at least 2 questions"):
         split_by_question(pairs[:4], 0.5)
+    extra = [LabelledPair(f"pairs:{p.qid}", p.question, p.passage, p.label) for p in toy_pairs(6, seed=1)]
+    with_extra = split_by_question(pairs, 0.25, seed=3, train_only=extra)
+    assert with_extra == (train_part + extra, val_part)  # the same validation questions; the extra pairs only train
 
 
 def test_labelled_pairs_file_reports_bad_lines(tmp_path):
@@ -55,12 +58,31 @@ def test_labelled_pairs_file_reports_bad_lines(tmp_path):
         json.dumps({"question": "Who?", "passage": "x", "label": 2}),
         "not json",
         json.dumps({"question": "", "passage": "x", "label": 0}),
+        json.dumps({"question": "Who?", "passage": "Them.", "label": 1, "answers": "Them"}),
+        json.dumps({"question": "Where?", "passage": "In Lyon, by the river.", "label": 1, "answers": ["Lyon"]}),
     ]) + "\n")  # fmt: skip
     got = list(read_labelled_pairs(f))
     pairs = [g for g in got if isinstance(g, LabelledPair)]
     errors = [g for g in got if isinstance(g, str)]
-    assert [(p.passage, p.label) for p in pairs] == [("Him.", 1), ("Her.", 0)] and pairs[0].qid == pairs[1].qid
-    assert [e.split(":")[0] for e in errors] == ["line 3", "line 4", "line 5"]
+    assert [(p.passage, p.label) for p in pairs[:2]] == [("Him.", 1), ("Her.", 0)] and pairs[0].qid == pairs[1].qid
+    assert [e.split(":")[0] for e in errors] == ["line 3", "line 4", "line 5", "line 6"]
+    # the answers, when given, label the strips; without them a strip takes its passage's label
+    assert pairs[2].answers == ("Lyon",) and pairs[2].strip_holds("In Lyon") and not pairs[2].strip_holds("by the river.")
+    assert pairs[0].answers == () and pairs[0].strip_holds("anything")
+
+
+def test_written_pairs_read_back_the_same(built_index, tmp_path):  # synthetic pairs, saved for --pairs
+    pairs, _ = synthetic_pairs(BM25Index.load(built_index), FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin"), n=20, top_k=5)
+    pairs += [LabelledPair("synthetic:b", "Wo liegt Köln?", "Köln liegt am Rhein.", 1, ("am Rhein",)),
+              LabelledPair("synthetic:b", "Wo liegt Köln?", "Bonn liegt auch dort.", 0, ("am Rhein",))]  # fmt: skip
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "synthetic.jsonl"
+    write_labelled_pairs(pairs, out)
+    back = list(read_labelled_pairs(out))
+    assert [(p.question, p.passage, p.label, p.answers) for p in back] == [(p.question, p.passage, p.label, p.answers) for p in pairs]
+    same = lambda ids: [a == b for a in ids for b in ids]  # noqa: E731  (which pairs share a question)
+    assert same([p.qid for p in back]) == same([p.qid for p in pairs])
+    assert sorted(x.name for x in out.parent.iterdir()) == ["synthetic.jsonl"]  # no temporary left beside it
 
 
 def test_gold_labels_are_whole_word_aliases(built_index):
@@ -199,17 +221,22 @@ CITIES = [("Lyon", "France", "Rhone"), ("Bonn", "Germany", "Rhine"), ("Turin", "
           ("Utrecht", "Netherlands", "Vecht"), ("Basel", "Switzerland", "Birsig")]  # fmt: skip
 
 
-def test_train_evaluator_command(tiny_bert, tmp_path):
+def city_index(tmp_path: Path, filler: str = "") -> Path:
+    """An index of one short document per city of :data:`CITIES` (``filler`` lengthens each)."""
     from crag_cli.index import build_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
     for i, (city, country, river) in enumerate(CITIES):
         twin = CITIES[(i + 1) % len(CITIES)][0]
-        (docs / f"{city}.txt").write_text(f"{city} is a city in {country}. The city lies on the river {river}. "
+        (docs / f"{city}.txt").write_text(f"{city} is a city in {country}{filler}. The city lies on the river {river}. "
                                           f"It is a twin town of {twin}.")  # fmt: skip
-    built_index = tmp_path / "index"
-    build_index(docs, built_index)
+    build_index(docs, tmp_path / "index")
+    return tmp_path / "index"
+
+
+def test_train_evaluator_command(tiny_bert, tmp_path):
+    built_index = city_index(tmp_path)
     qs = tmp_path / "q.jsonl"
     qs.write_text("\n".join(json.dumps({"question": f"Which river does the city of {c} lie on?", "answers": [r]})
                             for c, _, r in CITIES) + "\n")  # fmt: skip
@@ -226,6 +253,57 @@ def test_train_evaluator_command(tiny_bert, tmp_path):
                                  f"minilm:{out}", "--json"])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["thresholds"]["upper"] == card["thresholds"]["upper"]
+
+
+class CityQuestions:
+    """A generator stand-in that asks, of each passage it is shown, which river its city lies on."""
+
+    model = "fake"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, messages, max_tokens, on_token=None):
+        from crag_cli.generator import Generation
+
+        self.calls += 1
+        text = messages[-1]["content"].split("<passage>\n", 1)[1]
+        city = text.split()[0]
+        river = next(r for c, _, r in CITIES if c == city)
+        return Generation(f"Question: Which river does {city} lie on?\nAnswer: {river}", 10, 10)
+
+
+def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_bert, tiny_gguf, tmp_path, monkeypatch):
+    from crag_cli import build
+
+    index = city_index(tmp_path, ", with old streets, markets and bridges")  # 20 words: long enough to be sampled
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps({"question": f"In which country is {c}?", "answers": [k]})
+                            for c, k, _ in CITIES) + "\n")  # fmt: skip
+    gen = CityQuestions()
+    monkeypatch.setattr(build, "generator", lambda settings: gen)
+    saved, out = tmp_path / "synthetic.jsonl", tmp_path / "ev"
+    args = ["train-evaluator", str(qs), "--index", str(index), "--out", str(out), "--base", str(tiny_bert),
+            "--epochs", "1", "--validation", "0.5", "-k", "4", "--train-max-length", "48", "--model", str(tiny_gguf),
+            "--synthetic", "8"]  # fmt: skip
+    r = CliRunner().invoke(app, args + ["--save-synthetic", str(saved)])
+    assert r.exit_code == 0, r.output
+    card = json.loads((out / MANIFEST).read_text())
+    # validation: half of the 8 gold questions, no synthetic one; training: the other 4 and the 8 synthetic
+    assert card["data"]["validation_questions"] == 4 and card["data"]["train_questions"] == 4 + 8
+    written = list(read_labelled_pairs(saved))
+    assert sum(p.label for p in written) == 8 and {p.answers[0] for p in written if p.label} == {r for *_, r in CITIES}
+    # a saved file is never overwritten, and that is said before any model loads
+    before, calls = saved.read_text(), gen.calls
+    r = CliRunner().invoke(app, args + ["--save-synthetic", str(saved), "--out", str(tmp_path / "ev2")])
+    assert r.exit_code == 1 and "exists" in r.stderr and saved.read_text() == before and gen.calls == calls
+    r = CliRunner().invoke(app, args[:-2] + ["--save-synthetic", str(tmp_path / "s2.jsonl")])
+    assert r.exit_code == 1 and "give --synthetic" in r.stderr
+    # the saved pairs train again through --pairs, again beside gold questions, again only on the training side
+    r = CliRunner().invoke(app, args[:-2] + ["--pairs", str(saved), "--out", str(tmp_path / "ev3")])
+    assert r.exit_code == 0, r.output
+    card3 = json.loads((tmp_path / "ev3" / MANIFEST).read_text())
+    assert (card3["data"]["validation_questions"], card3["data"]["train_questions"]) == (4, 12)
 
 
 def test_train_evaluator_command_errors(built_index, tmp_path):
