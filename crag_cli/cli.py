@@ -815,7 +815,8 @@ def train_evaluator(
             err.print(f"wrote {len(got)} synthetic pairs to {save_synthetic}", markup=False)
         notes.append(f"synthetic: {counts['sampled']} passages sampled, {counts['kept']} questions kept "
                      f"({counts['dropped_unparsed']} unparsed, {counts['dropped_long_answer']} answers too long, "
-                     f"{counts['dropped_not_in_passage']} answers not in their passage), written by {settings.model}")  # fmt: skip
+                     f"{counts['dropped_not_in_passage']} answers not in their passage, {counts['dropped_not_retrieved']} questions "
+                     f"that do not retrieve their passage), written by {settings.model}")  # fmt: skip
         err.print(notes[-1], markup=False)
     try:
         if extra:

@@ -201,22 +201,25 @@ def synthetic_pairs(
 
     For each sampled passage the generator writes a question and a short answer.
     The pair is dropped when the answer does not occur in the passage (whole
-    words) or occurs in the question itself. The passage is the positive; the
-    question's retrieved top-k passages that do not hold the answer are the
-    negatives (a retrieved passage that holds it, other than the source, is
-    left out: it may well answer the question too).
+    words) or occurs in the question itself, and when the question does not
+    retrieve its own passage among its top-k (a question too vague to find its
+    source, "What is the name of the place?", is no question a user asks of
+    the index: the round-trip filter of synthetic question generation). The
+    passage is the positive; the question's retrieved top-k passages that do
+    not hold the answer are the negatives (a retrieved passage that holds it,
+    other than the source, is left out: it may well answer the question too).
 
     Returns
     -------
     (pairs, counts)
         ``counts``: ``sampled``, ``kept``, ``dropped_unparsed``, ``dropped_long_answer``,
-        ``dropped_not_in_passage``.
+        ``dropped_not_in_passage``, ``dropped_not_retrieved``.
     """
     rng = random.Random(seed)
     passages = [p for p in index.passages if len(p.text.split()) >= 20] or list(index.passages)
     chosen = rng.sample(passages, min(n, len(passages)))
     counts = {"sampled": len(chosen), "kept": 0, "dropped_unparsed": 0, "dropped_long_answer": 0,
-              "dropped_not_in_passage": 0}  # fmt: skip
+              "dropped_not_in_passage": 0, "dropped_not_retrieved": 0}  # fmt: skip
     out: list[LabelledPair] = []
     for done, passage in enumerate(chosen, 1):
         reply = generator.generate(
@@ -229,13 +232,16 @@ def synthetic_pairs(
             counts["dropped_long_answer"] += 1
         else:
             question, answer = parsed
+            hits = index.search(question, top_k)
             if not contains_phrase(passage.text, answer) or contains_phrase(question, answer):
                 counts["dropped_not_in_passage"] += 1
+            elif all(hit.passage.id != passage.id for hit in hits):
+                counts["dropped_not_retrieved"] += 1
             else:
                 counts["kept"] += 1
                 qid = f"synthetic:{question_key(question)}"  # two passages that gave one question: one question
                 out.append(LabelledPair(qid, question, passage.text, 1, (answer,)))
-                for hit in index.search(question, top_k):
+                for hit in hits:
                     if hit.passage.id != passage.id and not contains_phrase(hit.passage.text, answer):
                         out.append(LabelledPair(qid, question, hit.passage.text, 0, (answer,)))
         if progress is not None:

@@ -99,10 +99,21 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
     assert counts["sampled"] == len([p for p in index.passages if len(p.text.split()) >= 20]) or counts["sampled"] > 0
     assert counts["kept"] == sum(1 for p in pairs if p.label == 1) >= 1
     assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] + counts["dropped_long_answer"] == counts["sampled"]
+    assert counts["dropped_not_retrieved"] == 0
     positives = [p for p in pairs if p.label]
     assert all("Berlin" in p.passage for p in positives)
     assert all("berlin" not in p.passage.lower() for p in pairs if not p.label)  # negatives never hold the answer
     assert len(gen.messages) == counts["sampled"] and "<passage>" in gen.messages[0][0]["content"]
+
+
+def test_synthetic_questions_that_do_not_find_their_passage_are_dropped(built_index):
+    index = BM25Index.load(built_index)
+    vague = FakeGenerator("Question: Which city was it?\nAnswer: Berlin")  # names nothing: Berlin's passage is not found
+    assert not any(h.passage.id for h in index.search("Which city was it?", 5) if "Berlin" in h.passage.text)
+    pairs, counts = synthetic_pairs(index, vague, n=100, top_k=5, seed=0)
+    assert pairs == [] and counts["dropped_not_retrieved"] >= 1 and counts["kept"] == 0
+    named = FakeGenerator("Question: Which city is the capital of Germany?\nAnswer: Berlin")
+    assert synthetic_pairs(index, named, n=100, top_k=5, seed=0)[1]["kept"] >= 1
 
 
 def test_synthetic_sentence_answers_are_counted_apart_and_dropped(built_index):
