@@ -737,6 +737,9 @@ def train_evaluator(
             check_output_file(save_synthetic, "synthetic pairs file")
         except CragError as exc:
             fail(str(exc))
+        for name, folder in (("--out", out), ("--index", settings.index)):  # folders crag replaces whole
+            if Path(folder).resolve() in save_synthetic.resolve().parents:
+                fail(f"--save-synthetic {save_synthetic} is inside {name} {folder}: write it elsewhere")
     for path in (questions, pairs):
         if path is not None:
             _input_file(path)

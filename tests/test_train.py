@@ -310,6 +310,8 @@ def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_
     assert r.exit_code == 1 and "exists" in r.stderr and saved.read_text() == before and gen.calls == calls
     r = CliRunner().invoke(app, args[:-2] + ["--save-synthetic", str(tmp_path / "s2.jsonl")])
     assert r.exit_code == 1 and "give --synthetic" in r.stderr
+    r = CliRunner().invoke(app, args + ["--save-synthetic", str(out / "s.jsonl")])  # inside the folder crag replaces
+    assert r.exit_code == 1 and "inside --out" in r.stderr and gen.calls == calls and not (out / "s.jsonl").exists()
     # the saved pairs train again through --pairs, again beside gold questions, again only on the training side
     r = CliRunner().invoke(app, args[:-2] + ["--pairs", str(saved), "--out", str(tmp_path / "ev3")])
     assert r.exit_code == 0, r.output
