@@ -232,12 +232,15 @@ def synthetic_pairs(
             counts["dropped_long_answer"] += 1
         else:
             question, answer = parsed
-            hits = index.search(question, top_k)
             if not contains_phrase(passage.text, answer) or contains_phrase(question, answer):
                 counts["dropped_not_in_passage"] += 1
-            elif all(hit.passage.id != passage.id for hit in hits):
-                counts["dropped_not_retrieved"] += 1
-            else:
+                hits = None
+            else:  # searched only for a question whose answer is in its passage
+                hits = index.search(question, top_k)
+                if all(hit.passage.id != passage.id for hit in hits):
+                    counts["dropped_not_retrieved"] += 1
+                    hits = None
+            if hits is not None:
                 counts["kept"] += 1
                 qid = f"synthetic:{question_key(question)}"  # two passages that gave one question: one question
                 out.append(LabelledPair(qid, question, passage.text, 1, (answer,)))
