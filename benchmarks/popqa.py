@@ -1,6 +1,7 @@
 """PopQA benchmark: does correction beat plain RAG, and at what cost?
 
-    python benchmarks/popqa.py --data DIR [--limit N] [--sample N] [--modes rag,crag,...] [--model NAME] --out OUTDIR
+    python benchmarks/popqa.py --data DIR [--questions FILE] [--limit N] [--sample N] [--modes rag,crag,...]
+                               [--model NAME] [--evaluator SPEC] --out OUTDIR
 
 DIR holds ``corpus.jsonl``, ``web.jsonl`` and ``questions.dev.jsonl`` laid out as
 in ``../shared/bench/popqa``. The script builds the index (``OUTDIR/index``),
@@ -35,7 +36,12 @@ evaluate, refine, search = rewrite + search + fetch, generate). Diagnostics: the
 share of questions whose knowledge holds a gold answer (an upper bound for a
 perfect reader), and, among questions that used the web, the share whose kept
 web strips hold one. ``--sample N`` takes N questions spread over the file
-(every len/N-th: the question files are sorted by relation).
+(every len/N-th: the question files are sorted by relation). ``--questions FILE``
+asks the questions of FILE (a fold written by ``benchmarks/split_popqa.py --folds``)
+instead of ``DIR/questions.dev.jsonl``; ``--evaluator SPEC`` is the evaluator of
+the modes that evaluate (crag's default otherwise), for cross-fitting: each fold
+answered with the evaluator trained on the other folds, the folds' runs then
+joined by ``benchmarks/crossfit.py``.
 Every mode other than plain RAG is paired with each plain-RAG mode run beside
 it (``rag``, ``rag-k3``, ``rag-k5``) on the same questions (``vs``: accuracy
 difference, 95% interval, exact McNemar p). The web-only questions
@@ -69,9 +75,12 @@ MODES = {
     "crag-no-rewrite": ["--mode", "crag", "--no-rewrite", "WEB"],
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
+EVALUATES = {"crag", "crag-no-refine", "crag-no-rewrite"}  # the modes whose --evaluator matters
 
 
+from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
+from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
 
 
@@ -274,9 +283,20 @@ def chart(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, ids: list[str]) -> list[dict]:
-    """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR."""
+def made_with(records: list[dict], evaluator: str | None) -> bool:
+    """Whether every record was made with ``evaluator`` (``None``: a mode that does not evaluate, always true)."""
+    return evaluator is None or all(r.get("evaluator") == evaluator for r in records)
+
+
+def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, ids: list[str],
+             evaluator: str | None = None) -> list[dict]:
+    """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR.
+
+    ``evaluator`` (an absolute spec; ``None``: crag's default) is given to the
+    modes that evaluate; their records are reused only when made with it.
+    """
     n = len(ids)
+    wanted = (evaluator or Settings().evaluator) if mode in EVALUATES else None
     records_path = out / f"records-{mode}.jsonl"
     partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
@@ -287,6 +307,10 @@ def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: 
                 existing.append(json.loads(line))
             except json.JSONDecodeError:  # a line cut off by an interruption ends what is usable
                 break
+        if not made_with(existing[:n], wanted):
+            print(f"{mode}: {source.name} was made with another evaluator than {wanted}: answering again",
+                  file=sys.stderr)
+            existing = []
         if source == records_path and len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
             print(f"{mode}: reusing the first {n} records of {records_path}", file=sys.stderr)
             return existing[:n]
@@ -294,6 +318,8 @@ def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: 
     resume = has_manifest and bool(existing) and [r.get("id") for r in existing] == ids[: len(existing)]
     args = [a for part in MODES[mode] for a in
             (["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part])]
+    if evaluator and mode in EVALUATES:
+        args += ["--evaluator", evaluator]
     cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions_file), "-o", str(records_path),
            "--index", str(index), "--model", model, *args, "--resume" if resume else "--overwrite"]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
@@ -305,27 +331,43 @@ def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: 
     return [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
 
 
+def parse_modes(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """The modes of a comma-separated ``--modes``; an unknown one is the parser's error."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+    return modes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="PopQA benchmark of crag's modes.")
     parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser.add_argument("--questions", type=Path, default=None,
+                        help="questions to ask (default: DIR/questions.dev.jsonl), before --limit and --sample")
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
     parser.add_argument("--sample", type=int, default=None,
                         help="N questions spread over the file (every len/N-th), after --limit")
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
+    parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
     from crag_cli.index import BM25Index, build_index
     from webstandin import start_in_thread
 
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+    modes = parse_modes(parser, args.modes)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
+    evaluator = None
+    if args.evaluator:
+        try:
+            evaluator = absolute_spec(args.evaluator)  # crag batch runs in OUTDIR
+        except EvaluatorError as exc:
+            parser.error(str(exc))
+    source = args.questions or args.data / "questions.dev.jsonl"
+    lines = [line for line in source.read_text().splitlines() if line.strip()]
     lines = spread_sample(lines[: args.limit] if args.limit else lines, args.sample)
     questions_file = out / "questions.jsonl"
     questions_file.write_text("\n".join(lines) + "\n")
@@ -342,7 +384,7 @@ def main() -> None:
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     try:
         for mode in modes:
-            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions))
+            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator)
             for r in records:
                 r["correct_word"] = holds_answer(r.get("answer") or "", questions[r["id"]]["answers"])
             results[mode] = summarise(records, passages, questions)

@@ -1,6 +1,7 @@
 """Split the PopQA dev questions into a held-out test part and a part to train the evaluator on.
 
     python benchmarks/split_popqa.py --data ../shared/bench/popqa --test 200 --out OUTDIR
+    python benchmarks/split_popqa.py --data ../shared/bench/popqa --test 200 --folds 3 --out OUTDIR
 
 The test part is exactly the spread sample that ``benchmarks/popqa.py --sample 200``
 takes (every len/200-th question, all relations), so a benchmark run with
@@ -8,6 +9,12 @@ takes (every len/200-th question, all relations), so a benchmark run with
 calibrated on. Writes ``OUTDIR/train.jsonl`` (the other questions: ``crag
 train-evaluator`` holds out its own validation share of them for calibration)
 and ``OUTDIR/test.jsonl``, lines copied unchanged, in file order.
+
+``--folds K`` (K > 1) splits for cross-fitting, so that every dev question is
+reported by an evaluator that never saw it: fold 1 is the same held-out part,
+the other questions are dealt out in turn to folds 2 to K (each spread over all
+relations). ``OUTDIR/fold-I/test.jsonl`` holds fold I, ``OUTDIR/fold-I/train.jsonl``
+all the other questions; ``fold-1`` equals the split without ``--folds``.
 """
 
 from __future__ import annotations
@@ -23,22 +30,53 @@ from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one 
 
 def split(lines: list[str], test: int) -> tuple[list[str], list[str]]:
     """``(train, test)``: ``test`` is :func:`popqa.spread_sample` of ``lines``, ``train`` every other line."""
+    (train, held), = folds(lines, test, 1)
+    return train, held
+
+
+def folds(lines: list[str], test: int, k: int) -> list[tuple[list[str], list[str]]]:
+    """``k`` cross-fitting folds of ``lines``, each as ``(train, test)``.
+
+    Parameters
+    ----------
+    lines : list of str
+        The questions, in file order.
+    test : int
+        Size of fold 1: :func:`popqa.spread_sample` of ``lines``.
+    k : int
+        Number of folds; the lines outside fold 1 go to folds 2 to ``k`` in turn.
+
+    Returns
+    -------
+    list of (list of str, list of str)
+        Per fold, every line outside it (``train``) and its own lines (``test``),
+        both in file order. The test parts are disjoint and cover ``lines``
+        (for ``k == 1``: only the first ``test`` spread lines).
+    """
     held = set(spread_sample(list(range(len(lines))), test))
-    return [x for i, x in enumerate(lines) if i not in held], [x for i, x in enumerate(lines) if i in held]
+    rest = [i for i in range(len(lines)) if i not in held]
+    members = [held] + [set(rest[j :: k - 1]) for j in range(k - 1)]
+    return [([x for i, x in enumerate(lines) if i not in m], [x for i, x in enumerate(lines) if i in m])
+            for m in members]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--test", type=int, default=200, help="questions held out (the benchmark's --sample N)")
+    parser.add_argument("--folds", type=int, default=1, help="cross-fitting folds (fold 1 is the held-out part)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.folds < 1:
+        parser.error("--folds must be at least 1")
     lines = [line for line in (args.data / "questions.dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    train, test = split(lines, args.test)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "train.jsonl").write_text("\n".join(train) + "\n", encoding="utf-8")
-    (args.out / "test.jsonl").write_text("\n".join(test) + "\n", encoding="utf-8")
-    print(f"{len(train)} training questions, {len(test)} held out -> {args.out}", file=sys.stderr)
+    parts = folds(lines, args.test, args.folds)
+    for i, (train, test) in enumerate(parts, 1):
+        folder = args.out / f"fold-{i}" if args.folds > 1 else args.out
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "train.jsonl").write_text("\n".join(train) + "\n", encoding="utf-8")
+        (folder / "test.jsonl").write_text("\n".join(test) + "\n", encoding="utf-8")
+        print(f"{folder}: {len(train)} training questions, {len(test)} held out", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -139,3 +140,56 @@ def test_timing_pair_interval_brackets_the_ratio_and_is_exact_when_every_group_a
     a = np.array([5.0, 5.5, 6.5, 6.0, 3.5, 8.0])
     lo, hi = bootstrap_ratio(a, b)
     assert lo < a.sum() / b.sum() < hi and hi - lo > 0.05
+
+
+def test_cross_fitting_folds_cover_every_question_once_and_train_on_the_others():
+    from split_popqa import folds, split
+
+    lines = [f"q{i}" for i in range(700)]
+    parts = folds(lines, 200, 3)
+    tests = [set(test) for _, test in parts]
+    assert [len(t) for t in tests] == [200, 250, 250] and set().union(*tests) == set(lines)
+    assert all(set(train) == set(lines) - test for (train, _), test in zip(parts, tests))
+    assert parts[0] == split(lines, 200) == (parts[0][0], popqa.spread_sample(lines, 200))  # fold 1: the held-out part
+    assert parts[1][1][:3] == ["q1", "q4", "q6"] and parts[2][1][:3] == ["q2", "q5", "q8"]  # the rest dealt in turn
+
+
+def test_run_mode_answers_again_when_the_records_were_made_with_another_evaluator():
+    rows = [{"id": "q1", "evaluator": "minilm"}, {"id": "q2", "evaluator": "minilm"}]
+    assert popqa.made_with(rows, "minilm") and popqa.made_with(rows, None)  # None: a mode that does not evaluate
+    assert not popqa.made_with(rows, "/tmp/fold-2-evaluator")
+    assert not popqa.made_with(rows + [{"id": "q3", "evaluator": "/tmp/fold-2-evaluator"}], "minilm")
+
+
+def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
+    import shutil
+
+    import crossfit
+
+    def run(name, answers, evaluator):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copytree(built_index, folder / "index")
+        qs = [{"id": f"{name}-{i}", "question": "What is it?", "answers": ["paris"], "prop": "capital"}
+              for i in range(len(answers))]  # fmt: skip
+        (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+        crag = [{"id": q["id"], "mode": "crag", "evaluator": evaluator, "action": "correct", "answer": a, "scores": []}
+                for q, a in zip(qs, answers)]  # fmt: skip
+        rag = [{"id": q["id"], "mode": "rag", "answer": "Rome", "scores": []} for q in qs]
+        (folder / "records-crag.jsonl").write_text("".join(json.dumps(r) + "\n" for r in crag))
+        (folder / "records-rag-k3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rag))
+        return folder
+
+    one = run("f1", ["Paris", "Rome"], "minilm")
+    two = run("f2", ["Paris", "Paris", "Oslo"], "/ev/fold-2")
+    results, folds = crossfit.join([one, two], ["crag", "rag-k3"])
+    assert results["crag"]["n"] == 5 and results["crag"]["accuracy"] == 0.6 and results["rag-k3"]["accuracy"] == 0.0
+    assert results["crag"]["vs"]["rag-k3"]["only_mode"] == 3
+    assert [(f["n"], f["evaluators"], f["accuracy"]["crag"]) for f in folds] == [
+        (2, ["minilm"], 0.5), (3, ["/ev/fold-2"], 0.6667)]
+    assert "| " + str(two) + " | 3 | /ev/fold-2 | 66.7% | 0.0% |" in crossfit.fold_table(folds, ["crag", "rag-k3"])
+    with pytest.raises(ValueError, match="another run asked"):
+        crossfit.join([one, one], ["crag"])
+    (two / "records-rag-k3.jsonl").write_text("")  # a fold whose plain RAG has not run yet
+    with pytest.raises(ValueError, match="no records for all 3 questions"):
+        crossfit.join([one, two], ["crag", "rag-k3"])
