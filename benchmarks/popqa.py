@@ -82,6 +82,8 @@ from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
+from crag_cli.evaltest import in_sample_note  # noqa: E402
+from crag_cli.train import count_seen, seen_by  # noqa: E402
 
 
 def spread_sample(lines: list[str], n: int | None) -> list[str]:
@@ -240,7 +242,15 @@ def table(results: dict) -> str:
             f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
-    return "\n".join(lines) + "\n" + paired_table(results) + web_only_table(results) + relation_table(results)
+    return ("\n".join(lines) + "\n" + in_sample_lines(results) + paired_table(results) + web_only_table(results)
+            + relation_table(results))  # fmt: skip
+
+
+def in_sample_lines(results: dict) -> str:
+    """A warning under the table for each mode whose evaluator has seen some of the questions."""
+    lines = [f"- **{mode}**: " + in_sample_note(m["in_sample"], m["n"])
+             for mode, m in results.items() if any((m.get("in_sample") or {}).values())]  # fmt: skip
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def relation_table(results: dict) -> str:
@@ -373,6 +383,16 @@ def main() -> None:
     questions_file.write_text("\n".join(lines) + "\n")
     questions = {json.loads(line)["id"]: json.loads(line) for line in lines}
 
+    in_sample = None
+    if EVALUATES & set(modes):  # said before anything runs: numbers on seen questions are not out of sample
+        try:
+            seen = seen_by(evaluator or Settings().evaluator)
+        except EvaluatorError as exc:
+            parser.error(str(exc))
+        in_sample = None if seen is None else count_seen([q["question"] for q in questions.values()], seen)
+        if in_sample and any(in_sample.values()):
+            print("warning: crag's evaluator: " + in_sample_note(in_sample, len(questions)), file=sys.stderr)
+
     index_dir = out / "index"
     report = build_index(args.data / "corpus.jsonl", index_dir)
     print(f"index: {report.status}, {report.passages} passages", file=sys.stderr)
@@ -388,6 +408,8 @@ def main() -> None:
             for r in records:
                 r["correct_word"] = holds_answer(r.get("answer") or "", questions[r["id"]]["answers"])
             results[mode] = summarise(records, passages, questions)
+            if mode in EVALUATES and in_sample is not None:
+                results[mode]["in_sample"] = in_sample
             records_of[mode] = records
             print(f"{mode}: {json.dumps(results[mode])}", file=sys.stderr)
     finally:

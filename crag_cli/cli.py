@@ -193,6 +193,17 @@ def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]
     return questions
 
 
+def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
+    """How many of ``questions`` trained / calibrated ``evaluator`` (``None``: it does not say)."""
+    from .train import count_seen, seen_by
+
+    try:
+        seen = seen_by(evaluator)
+    except CragError as exc:
+        fail(str(exc))
+    return None if seen is None else count_seen(questions, seen)
+
+
 def _input_file(path: Path) -> None:
     if str(path) == "-":
         return
@@ -662,10 +673,13 @@ def evaluator_test(
     """Measure an evaluator on questions with gold answers: pair accuracy, AUC, action accuracy, confusion, speed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from .evaltest import evaluator_test as measure
+    from .evaltest import evaluator_test as measure, in_sample_note
 
     _input_file(input)
     questions = _gold_questions(input, limit)
+    in_sample = _in_sample([q for q, _ in questions], settings.evaluator)
+    if in_sample and any(in_sample.values()):  # said before the models load: the user may stop here
+        err.print("warning: " + in_sample_note(in_sample, len(questions)), markup=False)
     pipe = _pipeline(settings, with_generator=False)
     try:
         pipe.evaluator.load()  # so that pairs per second counts scoring, not loading
@@ -677,6 +691,7 @@ def evaluator_test(
     except (CragError, ValueError) as exc:
         fail(str(exc))
     report.evaluator = settings.evaluator
+    report.in_sample = in_sample
     typer.echo(json.dumps(report.to_dict(), indent=1) if json_out else report.text())
 
 

@@ -83,6 +83,8 @@ class Report:
     pairs_per_second: float | None
     seconds: float
     notes: list[str] = field(default_factory=list)
+    # of these questions, how many trained / calibrated the evaluator (None: it does not say, or untrained)
+    in_sample: dict[str, int] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,7 +108,15 @@ class Report:
             lines.append(f"{label:16}" + "".join(f"{row[a]:>11}" for a in self.actions))
         rate = "–" if self.pairs_per_second is None else f"{self.pairs_per_second:.1f}"
         lines += ["", f"{rate} pairs scored per second ({self.seconds:.1f} s scoring)"]
+        if self.in_sample and any(self.in_sample.values()):
+            lines.append(in_sample_note(self.in_sample, self.n))
         return "\n".join(lines)
+
+
+def in_sample_note(in_sample: dict[str, int], n: int) -> str:
+    """The warning for a test on questions the evaluator has seen (``in_sample``: counts per side)."""
+    return (f"IN-SAMPLE: {in_sample['training']} of these {n} questions trained this evaluator and "
+            f"{in_sample['validation']} calibrated it; its figures on them overstate it")  # fmt: skip
 
 
 def evaluator_test(

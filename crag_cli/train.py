@@ -23,6 +23,7 @@ validation questions only and writes the folder that
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -38,7 +39,7 @@ from .errors import CragError
 from .evaltest import auc
 from .files import write_text_atomic
 from .evaluator import (
-    EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, read_trained,
+    EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, parse_spec, read_trained,
 )  # fmt: skip
 from .index import is_crag_index
 from .match import contains_phrase, holds_answer
@@ -160,6 +161,45 @@ def write_labelled_pairs(pairs: Iterable[LabelledPair], path: Path) -> None:
 def question_key(question: str) -> str:
     """A question's text folded (case, runs of white space), so that one question asked twice is one question."""
     return " ".join(question.casefold().split())
+
+
+def question_fingerprint(question: str) -> str:
+    """A short stable id of a question's text (16 hex digits of the sha256 of :func:`question_key`).
+
+    A trained evaluator's manifest lists the fingerprints of the questions it
+    was trained and calibrated on, so that a test on them can be named
+    in-sample without storing the questions themselves.
+    """
+    return hashlib.sha256(question_key(question).encode("utf-8")).hexdigest()[:16]
+
+
+def seen_questions(manifest: dict) -> dict[str, str] | None:
+    """Fingerprint -> ``"training"`` or ``"validation"`` for the questions a trained evaluator has seen.
+
+    ``None`` when the manifest does not say (evaluators trained before the list was kept).
+    """
+    seen = (manifest.get("data") or {}).get("seen")
+    if not isinstance(seen, dict):
+        return None
+    out = {fp: "training" for fp in seen.get("training", [])}
+    out.update({fp: "validation" for fp in seen.get("validation", [])})
+    return out
+
+
+def seen_by(spec: str) -> dict[str, str] | None:
+    """:func:`seen_questions` of the evaluator named by ``spec`` (``None``: not a trained one, or not said)."""
+    kind, path = parse_spec(spec)
+    return seen_questions(read_trained(path)) if kind == "trained" else None
+
+
+def count_seen(questions: Iterable[str], seen: dict[str, str]) -> dict[str, int]:
+    """How many of ``questions`` an evaluator was trained on and calibrated on (see :func:`seen_questions`)."""
+    counts = {"training": 0, "validation": 0}
+    for q in questions:
+        side = seen.get(question_fingerprint(q))
+        if side:
+            counts[side] += 1
+    return counts
 
 
 SYNTHETIC_PROMPT = (
@@ -497,6 +537,11 @@ def train(
                     "validation_questions": len({p.qid for p in val_pairs}),
                     "validation_pairs": len(val_pairs),
                     "validation_positive": sum(p.label for p in val_pairs),
+                    # which questions it has seen, so that a test on them is named in-sample (count_seen)
+                    "seen": {
+                        "training": sorted({question_fingerprint(p.question) for p in train_pairs}),
+                        "validation": sorted({question_fingerprint(p.question) for p in val_pairs}),
+                    },
                 },
                 "settings": asdict(config),
                 "trainable_parameters": trainable,
@@ -594,6 +639,9 @@ def model_card(card: dict) -> str:
         f"| training | {card['data']['train_questions']} | {card['data']['train_pairs']} | {card['data']['train_positive']} |",
         f"| validation | {card['data']['validation_questions']} | {card['data']['validation_pairs']} "
         f"| {card['data']['validation_positive']} |",
+        "",
+        "The manifest lists these questions' fingerprints (`data.seen`), so that `crag evaluator-test` and the "
+        "benchmarks name a test on them in-sample.",
         "",
         "## Validation after each epoch",
         "",

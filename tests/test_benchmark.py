@@ -69,6 +69,9 @@ def test_summarise_metrics():
     assert "| crag | 2 | 1 (50%) | 0 (0%) |" in popqa.table({"crag": m})
     assert "| crag | 3 | 33.3% | 66.7% | 50.0% | 1/1/1 | 83.3% | 66.7% |" in popqa.table({"crag": m})
     assert "| crag | 1/2 |" in popqa.table({"crag": m})  # per relation
+    assert "IN-SAMPLE" not in popqa.table({"crag": m})
+    m["in_sample"] = {"training": 2, "validation": 1}  # what popqa.main sets for an evaluator that saw them
+    assert "- **crag**: IN-SAMPLE: 2 of these 3 questions trained this evaluator and 1 calibrated it" in popqa.table({"crag": m})
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
     assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
 

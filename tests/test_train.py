@@ -260,10 +260,22 @@ def test_train_evaluator_command(tiny_bert, tmp_path):
     card = json.loads((out / MANIFEST).read_text())
     assert card["settings"]["max_length"] == 48 and card["settings"]["epochs"] == 1
     assert card["data"]["train_questions"] == 4 and card["data"]["validation_questions"] == 4
-    r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(built_index), "--evaluator",
-                                 f"minilm:{out}", "--json"])  # fmt: skip
+    r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(built_index),
+                                                 "--evaluator", f"minilm:{out}", "--json"])  # fmt: skip
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["thresholds"]["upper"] == card["thresholds"]["upper"]
+    report = json.loads(r.stdout)
+    assert report["thresholds"]["upper"] == card["thresholds"]["upper"]
+    # a test on the questions it learnt from is named in-sample, on stderr and in the report
+    assert report["in_sample"] == {"training": 4, "validation": 4}
+    assert "IN-SAMPLE: 4 of these 8 questions trained this evaluator and 4 calibrated it" in r.stderr
+    other = tmp_path / "other.jsonl"  # the same facts asked in other words: not seen
+    other.write_text("\n".join(json.dumps({"question": f"On which river is {c}?", "answers": [r]})
+                               for c, _, r in CITIES[:3]) + "\n")  # fmt: skip
+    r = CliRunner().invoke(app, ["evaluator-test", str(other), "--index", str(built_index),
+                                                 "--evaluator", f"minilm:{out}", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["in_sample"] == {"training": 0, "validation": 0}
+    assert "IN-SAMPLE" not in r.stderr
 
 
 class CityQuestions:
