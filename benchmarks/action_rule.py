@@ -41,9 +41,10 @@ from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one 
 from crag_cli.actions import resolve_thresholds  # noqa: E402
 from crag_cli.calibrate import Item, action_accuracy, choose_action_thresholds  # noqa: E402
 from crag_cli.evaluator import build_evaluator  # noqa: E402
+from crag_cli.evaltest import in_sample_note  # noqa: E402
 from crag_cli.index import BM25Index  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.train import LabelledPair, split_by_question  # noqa: E402
+from crag_cli.train import LabelledPair, in_sample, split_by_question  # noqa: E402
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
@@ -73,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
-    parser.add_argument("--evaluator", default="minilm")
+    parser.add_argument("--evaluator", default="minilm", help="as --evaluator takes it (the default has seen every dev question)")
     parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
     parser.add_argument("--validation", type=float, default=0.2, help="the evaluator's validation share (its --validation)")
     parser.add_argument("--seed", type=int, default=0, help="the evaluator's --seed")
@@ -87,6 +88,10 @@ def main() -> None:
     rest = [LabelledPair(q["id"], q["question"], "", 0) for i, q in enumerate(questions) if i not in held]
     val_ids = {p.qid for p in split_by_question(rest, args.validation, args.seed)[1]}  # the evaluator's own split
     val = [q for q in questions if q["id"] in val_ids]
+    seen = in_sample([q["question"] for q in test], args.evaluator)
+    seen_note = ("held-out part: " + in_sample_note(seen, len(test))) if seen and any(seen.values()) else ""
+    if seen_note:  # said before the scoring: these questions are not held out from this evaluator
+        print("warning: " + seen_note, file=sys.stderr)
 
     index = BM25Index.load(args.index)
     evaluator = build_evaluator(args.evaluator)
@@ -136,6 +141,7 @@ def main() -> None:
     text = (f"{len(test)} held-out questions (retrieval holds the answer for "
             f"{np.mean([f['holds'] for f in rows['held-out']]):.1%}), {len(val)} validation questions, "
             f"evaluator {args.evaluator}, top-{args.top_k}\n\n" + "\n".join(table))  # fmt: skip
+    text += f"\n\n**{seen_note}**" if seen_note else ""
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -83,7 +83,7 @@ from crag_cli.models import DEFAULT_MODEL  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
-from crag_cli.train import count_seen, seen_by  # noqa: E402
+from crag_cli.train import in_sample as evaluator_in_sample  # noqa: E402
 
 
 def spread_sample(lines: list[str], n: int | None) -> list[str]:
@@ -386,10 +386,9 @@ def main() -> None:
     in_sample = None
     if EVALUATES & set(modes):  # said before anything runs: numbers on seen questions are not out of sample
         try:
-            seen = seen_by(evaluator or Settings().evaluator)
+            in_sample = evaluator_in_sample([q["question"] for q in questions.values()], evaluator or Settings().evaluator)
         except EvaluatorError as exc:
             parser.error(str(exc))
-        in_sample = None if seen is None else count_seen([q["question"] for q in questions.values()], seen)
         if in_sample and any(in_sample.values()):
             print("warning: crag's evaluator: " + in_sample_note(in_sample, len(questions)), file=sys.stderr)
 

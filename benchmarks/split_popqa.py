@@ -15,17 +15,25 @@ reported by an evaluator that never saw it: fold 1 is the same held-out part,
 the other questions are dealt out in turn to folds 2 to K (each spread over all
 relations). ``OUTDIR/fold-I/test.jsonl`` holds fold I, ``OUTDIR/fold-I/train.jsonl``
 all the other questions; ``fold-1`` equals the split without ``--folds``.
+
+A training part never asks a question of its test part: a line whose question
+(folded text) is also a test line's is left out of training (PopQA's dev set
+files four questions twice, under two ids, with the same answers), and said so
+on stderr. The test parts are unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one definition)
+
+from crag_cli.train import question_key  # noqa: E402
 
 
 def split(lines: list[str], test: int) -> tuple[list[str], list[str]]:
@@ -49,15 +57,21 @@ def folds(lines: list[str], test: int, k: int) -> list[tuple[list[str], list[str
     Returns
     -------
     list of (list of str, list of str)
-        Per fold, every line outside it (``train``) and its own lines (``test``),
-        both in file order. The test parts are disjoint and cover ``lines``
-        (for ``k == 1``: only the first ``test`` spread lines).
+        Per fold, every line outside it that asks none of its questions
+        (``train``) and its own lines (``test``), both in file order. The test
+        parts are disjoint and cover ``lines`` (for ``k == 1``: only the
+        ``test`` spread lines).
     """
     held = set(spread_sample(list(range(len(lines))), test))
     rest = [i for i in range(len(lines)) if i not in held]
     members = [held] + [set(rest[j :: k - 1]) for j in range(k - 1)]
-    return [([x for i, x in enumerate(lines) if i not in m], [x for i, x in enumerate(lines) if i in m])
-            for m in members]  # fmt: skip
+    keys = [question_key(json.loads(x)["question"]) for x in lines]
+    parts = []
+    for m in members:
+        asked = {keys[i] for i in m}
+        parts.append(([x for i, x in enumerate(lines) if i not in m and keys[i] not in asked],
+                      [x for i, x in enumerate(lines) if i in m]))  # fmt: skip
+    return parts
 
 
 def main() -> None:
@@ -76,7 +90,10 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "train.jsonl").write_text("\n".join(train) + "\n", encoding="utf-8")
         (folder / "test.jsonl").write_text("\n".join(test) + "\n", encoding="utf-8")
-        print(f"{folder}: {len(train)} training questions, {len(test)} held out", file=sys.stderr)
+        twins = len(lines) - len(test) - len(train)
+        print(f"{folder}: {len(train)} training questions, {len(test)} held out"
+              + (f" ({twins} left out of training: they ask a held-out question word for word)" if twins else ""),
+              file=sys.stderr)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """crag against plain RAG at k = 3, timed side by side: the same questions, the two modes taking turns.
 
-    python benchmarks/timing_pair.py --data ../shared/bench/popqa --sample 200 [--model NAME] --out OUTDIR
+    python benchmarks/timing_pair.py --data ../shared/bench/popqa --sample 200 [--model NAME] [--evaluator SPEC] --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
@@ -46,23 +46,32 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
+    parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
     import crag_cli
     from crag_cli.batch import GROUP_LINES
+    from crag_cli.evaltest import in_sample_note
     from crag_cli.index import build_index
+    from crag_cli.settings import Settings
+    from crag_cli.train import in_sample
     from webstandin import start_in_thread
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
     questions = [json.loads(line) for line in spread_sample(lines, args.sample)]
+    seen = in_sample([q["question"] for q in questions], args.evaluator or Settings().evaluator)
+    seen_note = ("crag's evaluator: " + in_sample_note(seen, len(questions))) if seen and any(seen.values()) else ""
+    if seen_note:  # the accuracies are then not out of sample (the timings are unaffected)
+        print("warning: " + seen_note, file=sys.stderr)
     build_index(args.data / "corpus.jsonl", out / "index")
     _server, web_url = start_in_thread(args.data / "web.jsonl")
     common = {"index": str(out / "index")} | ({"model": args.model} if args.model else {})
     web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
-    opened = {name: crag_cli.open(**common, **(web if m["mode"] == "crag" else {}), **m).load()
+    crag_only = web | ({"evaluator": args.evaluator} if args.evaluator else {})
+    opened = {name: crag_cli.open(**common, **(crag_only if m["mode"] == "crag" else {}), **m).load()
               for name, m in MODES.items()}  # fmt: skip
     names = list(MODES)
     records: dict[str, list[dict]] = {name: [] for name in names}
@@ -105,6 +114,7 @@ def main() -> None:
             f"{m['stages'].get(k, 0.0):.2f}" for k in SHOWN_STAGES) + " |")  # fmt: skip
     text = "\n".join(rows) + (f"\n\ncrag / rag-k3 = {result['ratio']['crag_over_rag_k3']:.3f} "
                              f"(95% interval over the {len(a)} groups: {lo:.3f} to {hi:.3f}); wall {wall:.0f} s\n")  # fmt: skip
+    text += f"\n**{seen_note}**\n" if seen_note else ""
     (out / "results.md").write_text(text)
     print(text)
 

@@ -195,13 +195,12 @@ def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]
 
 def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
     """How many of ``questions`` trained / calibrated ``evaluator`` (``None``: it does not say)."""
-    from .train import count_seen, seen_by
+    from .train import in_sample
 
     try:
-        seen = seen_by(evaluator)
+        return in_sample(questions, evaluator)
     except CragError as exc:
         fail(str(exc))
-    return None if seen is None else count_seen(questions, seen)
 
 
 def _input_file(path: Path) -> None:

@@ -202,6 +202,31 @@ def count_seen(questions: Iterable[str], seen: dict[str, str]) -> dict[str, int]
     return counts
 
 
+def in_sample(questions: Iterable[str], spec: str) -> dict[str, int] | None:
+    """How many of ``questions`` the evaluator named by ``spec`` was trained and calibrated on.
+
+    Parameters
+    ----------
+    questions : iterable of str
+        The questions about to be tested or answered.
+    spec : str
+        An evaluator as ``--evaluator`` takes it.
+
+    Returns
+    -------
+    dict or None
+        ``{"training": T, "validation": V}`` (see :func:`count_seen`); ``None`` when the evaluator
+        does not say (not a trained one, or trained before crag kept fingerprints).
+
+    Raises
+    ------
+    EvaluatorError
+        ``spec`` names a trained evaluator whose manifest cannot be read.
+    """
+    seen = seen_by(spec)
+    return None if seen is None else count_seen(questions, seen)
+
+
 SYNTHETIC_PROMPT = (
     "Read the passage and write one factual question that it answers, and the question's short answer "
     "(a name, a date or a few words copied from the passage). The question must name what it is about, "
@@ -292,26 +317,63 @@ def synthetic_pairs(
     return out, counts
 
 
+def question_groups(pairs: Sequence[LabelledPair]) -> list[int]:
+    """Per pair, the number of its question: pairs that share a ``qid`` or a question's text are one question.
+
+    Parameters
+    ----------
+    pairs : sequence of LabelledPair
+
+    Returns
+    -------
+    list of int
+        Group numbers, numbered in order of first appearance. Texts are compared
+        folded (:func:`question_key`), so one question filed twice under two ids
+        (PopQA's dev set holds four such twins) is one question.
+    """
+    of_key: dict[tuple[str, str], int] = {}
+    for p in pairs:
+        keys = (("id", p.qid), ("text", question_key(p.question)))
+        found = sorted({of_key[k] for k in keys if k in of_key})
+        g = found[0] if found else max(of_key.values(), default=-1) + 1
+        for k in keys:
+            of_key[k] = g
+        for other in found[1:]:  # this pair joins two earlier questions into one
+            for k, v in of_key.items():
+                if v == other:
+                    of_key[k] = g
+    groups = [of_key[("id", p.qid)] for p in pairs]
+    first = {g: i for i, g in reversed(list(enumerate(groups)))}
+    rank = {g: r for r, g in enumerate(sorted(first, key=first.get))}
+    return [rank[g] for g in groups]
+
+
 def split_by_question(
     pairs: Sequence[LabelledPair], validation: float, seed: int = 0, train_only: Sequence[LabelledPair] = ()
 ):  # fmt: skip
     """``(train, validation)``: the questions shuffled with ``seed``, ``validation`` of them held out.
 
-    Every pair of a question lands on the same side. At least one question goes
+    Every pair of a question lands on the same side, a question being its
+    ``qid`` or its text (:func:`question_groups`). At least one question goes
     to each side when there are two or more. ``train_only`` pairs are added to
     the training side (the command's labelled and synthetic pairs, when gold
     questions are given: the best epoch and the thresholds are then chosen on
-    questions like the ones the user will ask).
+    questions like the ones the user will ask), except those asking a
+    validation question.
     """
     if not 0 < validation < 1:
         raise TrainingError("--validation must be a share between 0 and 1")
-    qids = list(dict.fromkeys(p.qid for p in pairs))
-    if len(qids) < 2:
-        raise TrainingError(f"training needs pairs of at least 2 questions (got {len(qids)})")
-    random.Random(seed).shuffle(qids)
-    n_val = min(len(qids) - 1, max(1, round(validation * len(qids))))
-    held = set(qids[:n_val])
-    return [p for p in pairs if p.qid not in held] + list(train_only), [p for p in pairs if p.qid in held]
+    groups = question_groups(pairs)
+    order = list(dict.fromkeys(groups))
+    if len(order) < 2:
+        raise TrainingError(f"training needs pairs of at least 2 questions (got {len(order)})")
+    random.Random(seed).shuffle(order)
+    n_val = min(len(order) - 1, max(1, round(validation * len(order))))
+    held = set(order[:n_val])
+    val = [p for p, g in zip(pairs, groups) if g in held]
+    asked = {question_key(p.question) for p in val}
+    train = [p for p, g in zip(pairs, groups) if g not in held]
+    return train + [p for p in train_only if question_key(p.question) not in asked], val
 
 
 def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:

@@ -148,13 +148,21 @@ def test_timing_pair_interval_brackets_the_ratio_and_is_exact_when_every_group_a
 def test_cross_fitting_folds_cover_every_question_once_and_train_on_the_others():
     from split_popqa import folds, split
 
-    lines = [f"q{i}" for i in range(700)]
+    lines = [json.dumps({"id": f"q{i}", "question": f"Who is {i}?"}) for i in range(700)]
     parts = folds(lines, 200, 3)
     tests = [set(test) for _, test in parts]
     assert [len(t) for t in tests] == [200, 250, 250] and set().union(*tests) == set(lines)
     assert all(set(train) == set(lines) - test for (train, _), test in zip(parts, tests))
     assert parts[0] == split(lines, 200) == (parts[0][0], popqa.spread_sample(lines, 200))  # fold 1: the held-out part
-    assert parts[1][1][:3] == ["q1", "q4", "q6"] and parts[2][1][:3] == ["q2", "q5", "q8"]  # the rest dealt in turn
+    ids = [[json.loads(x)["id"] for x in test[:3]] for _, test in parts]
+    assert ids[1] == ["q1", "q4", "q6"] and ids[2] == ["q2", "q5", "q8"]  # the rest dealt in turn
+    # a question filed twice (two ids, one text) never trains the evaluator that is tested on its twin
+    twin = json.dumps({"id": "q-twin", "question": "  WHO IS 0? "})  # q0 is in fold 1 (the spread sample's first)
+    parts = folds(lines + [twin], 200, 3)
+    fold_of_twin = next(i for i, (_, test) in enumerate(parts) if twin in test)
+    assert twin not in parts[0][1] and lines[0] in parts[0][1]
+    assert twin not in parts[0][0] and lines[0] not in parts[fold_of_twin][0]  # neither trains on the other
+    assert twin in parts[3 - fold_of_twin][0]  # the third fold's evaluator may train on both
 
 
 def test_run_mode_answers_again_when_the_records_were_made_with_another_evaluator():

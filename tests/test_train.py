@@ -19,7 +19,8 @@ from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
-    read_labelled_pairs, split_by_question, synthetic_pairs, train, write_labelled_pairs,
+    question_groups, question_key, read_labelled_pairs, split_by_question, synthetic_pairs, train,
+    write_labelled_pairs,
 )  # fmt: skip
 
 
@@ -29,6 +30,7 @@ def toy_pairs(n_questions: int = 12, seed: int = 0) -> list[LabelledPair]:
     out = []
     for q in range(n_questions):
         question = rng.choice(["what is the capital of france", "who is the painter", "what city was it born in"])
+        question += f" number {q}"  # one text per question: two ids asking one text are one question
         for k in range(4):
             label = int(k == 0 or rng.random() < 0.2)
             text = "yes answer here " + rng.choice(["paris", "berlin", "river"]) if label else "no not here city"
@@ -48,6 +50,26 @@ def test_split_keeps_each_question_on_one_side_and_is_seeded():
     extra = [LabelledPair(f"pairs:{p.qid}", p.question, p.passage, p.label) for p in toy_pairs(6, seed=1)]
     with_extra = split_by_question(pairs, 0.25, seed=3, train_only=extra)
     assert with_extra == (train_part + extra, val_part)  # the same validation questions; the extra pairs only train
+
+
+def test_split_keeps_a_question_filed_twice_on_one_side():
+    # PopQA's dev set files "Who was the director of College?" under two ids: one question, one side
+    pairs = toy_pairs(20)
+    twins = [LabelledPair(f"twin-{p.qid}", "  " + p.question.upper() + " ", p.passage, p.label) for p in pairs[::3]]
+    assert question_groups(pairs + twins)[len(pairs):] == question_groups(pairs)[::3]
+    for seed in range(8):
+        train_part, val_part = split_by_question(pairs + twins, 0.3, seed=seed)
+        keys = [{question_key(p.question) for p in part} for part in (train_part, val_part)]
+        assert keys[0].isdisjoint(keys[1]) and len(train_part) + len(val_part) == len(pairs) + len(twins)
+    # pairs given only to train never ask a validation question
+    extra = [LabelledPair(f"pairs:{p.qid}", p.question, "other text", 0) for p in pairs]
+    train_part, val_part = split_by_question(pairs, 0.25, seed=3, train_only=extra)
+    asked = {p.question for p in val_part}
+    assert len(asked) == 5 and not asked & {p.question for p in train_part}
+    assert len(train_part) == len(pairs) + len(extra) - 2 * len(val_part)
+    # two ids joined by a shared text later on are still one question
+    chain = [LabelledPair("a", "Who?", "x", 1), LabelledPair("b", "What?", "y", 0), LabelledPair("a", "What?", "z", 0)]
+    assert question_groups(chain) == [0, 0, 0]
 
 
 def test_labelled_pairs_file_reports_bad_lines(tmp_path):
