@@ -1,15 +1,15 @@
 """How far can the action decision go with a given evaluator's scores?
 
-    python benchmarks/action_rule.py --data ../shared/bench/popqa --index IX [--evaluator minilm] [--test 200] [--out OUT]
+    python benchmarks/action_rule.py --data ../shared/bench/popqa --index IX --evaluator minilm:EV-500 [--test 200] [--out OUT]
 
 CRAG decides a question's action from its best passage score. This script asks
 whether more of what the pipeline already knows helps: the question's best
 evaluator logit together with the top BM25 score of its retrieval (a rare,
 exactly matched name scores high). It takes the held-out questions of
 ``benchmarks/split_popqa.py`` (``--test``, the spread sample the PopQA benchmark
-reports on) and the evaluator's own validation questions (the same seeded split
-of the other questions that ``crag train-evaluator`` made, ``--validation`` of
-them), and reports the action accuracy on the held-out questions of
+reports on) and the evaluator's own validation questions (the ones its manifest
+lists: a trained evaluator's), and reports the action accuracy on the held-out
+questions of
 
 * ``best score``: the paper's rule with the thresholds the crag calibration
   picks on the validation questions (for the embedded evaluator: its stored ones);
@@ -44,7 +44,8 @@ from crag_cli.evaluator import build_evaluator  # noqa: E402
 from crag_cli.evaltest import in_sample_note  # noqa: E402
 from crag_cli.index import BM25Index  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.train import LabelledPair, in_sample, split_by_question  # noqa: E402
+from crag_cli.errors import CragError  # noqa: E402
+from crag_cli.train import in_sample, question_fingerprint, seen_by  # noqa: E402
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
@@ -74,10 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
-    parser.add_argument("--evaluator", default="minilm", help="as --evaluator takes it (the default has seen every dev question)")
+    parser.add_argument("--evaluator", default="minilm", help="a trained evaluator, as --evaluator takes it (the default has seen every dev question)")
     parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
-    parser.add_argument("--validation", type=float, default=0.2, help="the evaluator's validation share (its --validation)")
-    parser.add_argument("--seed", type=int, default=0, help="the evaluator's --seed")
     parser.add_argument("-k", "--top-k", type=int, default=10)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -85,10 +84,16 @@ def main() -> None:
     questions = [json.loads(x) for x in (args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
     held = set(spread_sample(list(range(len(questions))), args.test))
     test = [q for i, q in enumerate(questions) if i in held]
-    rest = [LabelledPair(q["id"], q["question"], "", 0) for i, q in enumerate(questions) if i not in held]
-    val_ids = {p.qid for p in split_by_question(rest, args.validation, args.seed)[1]}  # the evaluator's own split
-    val = [q for q in questions if q["id"] in val_ids]
-    seen = in_sample([q["question"] for q in test], args.evaluator)
+    try:
+        seen_fps = seen_by(args.evaluator)
+        seen = in_sample([q["question"] for q in test], args.evaluator)
+    except CragError as exc:
+        parser.error(str(exc))
+    if seen_fps is None:
+        parser.error(f"--evaluator {args.evaluator}: not a trained evaluator whose manifest lists its validation questions")
+    # the evaluator's own validation questions, as its manifest lists them (held-out ones are never among them)
+    val = [q for i, q in enumerate(questions)
+           if i not in held and seen_fps.get(question_fingerprint(q["question"])) == "validation"]  # fmt: skip
     seen_note = ("held-out part: " + in_sample_note(seen, len(test))) if seen and any(seen.values()) else ""
     if seen_note:  # said before the scoring: these questions are not held out from this evaluator
         print("warning: " + seen_note, file=sys.stderr)

@@ -84,6 +84,13 @@ def main() -> None:
     if args.folds < 1:
         parser.error("--folds must be at least 1")
     lines = [line for line in (args.data / "questions.dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    for n, line in enumerate(lines, 1):  # folds() reads each line's question
+        try:
+            ok = isinstance(json.loads(line).get("question"), str)
+        except (ValueError, AttributeError):
+            ok = False
+        if not ok:
+            parser.error(f"questions.dev.jsonl line {n}: not a JSON object with a \"question\" string")
     parts = folds(lines, args.test, args.folds)
     for i, (train, test) in enumerate(parts, 1):
         folder = args.out / f"fold-{i}" if args.folds > 1 else args.out

@@ -52,6 +52,7 @@ def main() -> None:
 
     import crag_cli
     from crag_cli.batch import GROUP_LINES
+    from crag_cli.errors import CragError
     from crag_cli.evaltest import in_sample_note
     from crag_cli.index import build_index
     from crag_cli.settings import Settings
@@ -62,7 +63,10 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
     questions = [json.loads(line) for line in spread_sample(lines, args.sample)]
-    seen = in_sample([q["question"] for q in questions], args.evaluator or Settings().evaluator)
+    try:
+        seen = in_sample([q["question"] for q in questions], args.evaluator or Settings().evaluator)
+    except CragError as exc:  # an evaluator whose manifest cannot be read: one line, before any work
+        parser.error(str(exc))
     seen_note = ("crag's evaluator: " + in_sample_note(seen, len(questions))) if seen and any(seen.values()) else ""
     if seen_note:  # the accuracies are then not out of sample (the timings are unaffected)
         print("warning: " + seen_note, file=sys.stderr)

@@ -332,13 +332,17 @@ def question_groups(pairs: Sequence[LabelledPair]) -> list[int]:
         (PopQA's dev set holds four such twins) is one question.
     """
     of_key: dict[tuple[str, str], int] = {}
+    fresh = 0
     for p in pairs:
         keys = (("id", p.qid), ("text", question_key(p.question)))
         found = sorted({of_key[k] for k in keys if k in of_key})
-        g = found[0] if found else max(of_key.values(), default=-1) + 1
+        if found:
+            g = found[0]
+        else:
+            g, fresh = fresh, fresh + 1
         for k in keys:
             of_key[k] = g
-        for other in found[1:]:  # this pair joins two earlier questions into one
+        for other in found[1:]:  # this pair joins two earlier questions into one (rare: a scan is fine)
             for k, v in of_key.items():
                 if v == other:
                     of_key[k] = g
@@ -377,10 +381,10 @@ def split_by_question(
 
 
 def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:
-    """One calibration :class:`~crag_cli.calibrate.Item` per question (in order of first appearance)."""
-    groups: dict[str, Item] = {}
-    for p, s in zip(pairs, scores):
-        item = groups.setdefault(p.qid, Item([], False))
+    """One calibration :class:`~crag_cli.calibrate.Item` per question (:func:`question_groups`, in order of first appearance)."""
+    groups: dict[int, Item] = {}
+    for g, p, s in zip(question_groups(pairs), pairs, scores):
+        item = groups.setdefault(g, Item([], False))
         item.scores.append(s)
         item.holds = item.holds or bool(p.label)
     return list(groups.values())
@@ -593,10 +597,10 @@ def train(
                 "best_epoch": best + 1,
                 "data": {
                     "note": data_note,
-                    "train_questions": len({p.qid for p in train_pairs}),
+                    "train_questions": len(set(question_groups(train_pairs))),
                     "train_pairs": len(train_pairs),
                     "train_positive": sum(p.label for p in train_pairs),
-                    "validation_questions": len({p.qid for p in val_pairs}),
+                    "validation_questions": len(set(question_groups(val_pairs))),
                     "validation_pairs": len(val_pairs),
                     "validation_positive": sum(p.label for p in val_pairs),
                     # which questions it has seen, so that a test on them is named in-sample (count_seen)

@@ -70,6 +70,20 @@ def test_split_keeps_a_question_filed_twice_on_one_side():
     # two ids joined by a shared text later on are still one question
     chain = [LabelledPair("a", "Who?", "x", 1), LabelledPair("b", "What?", "y", 0), LabelledPair("a", "What?", "z", 0)]
     assert question_groups(chain) == [0, 0, 0]
+    merge = [LabelledPair("a", "X?", "", 0), LabelledPair("b", "Y?", "", 0), LabelledPair("c", "Z?", "", 0),
+             LabelledPair("a", "Y?", "", 0)]  # fmt: skip
+    assert question_groups(merge) == [0, 0, 1, 0]
+
+
+def test_split_without_twins_is_a_seeded_shuffle_of_the_ids():
+    # duplicate-free input splits exactly as a shuffle of its question ids (the split evaluators were made with)
+    pairs = toy_pairs(30)
+    for seed in (0, 5):
+        ids = list(dict.fromkeys(p.qid for p in pairs))
+        random.Random(seed).shuffle(ids)
+        held = set(ids[: round(0.2 * len(ids))])
+        train_part, val_part = split_by_question(pairs, 0.2, seed=seed)
+        assert val_part == [p for p in pairs if p.qid in held] and train_part == [p for p in pairs if p.qid not in held]
 
 
 def test_labelled_pairs_file_reports_bad_lines(tmp_path):
