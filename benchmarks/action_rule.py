@@ -12,7 +12,7 @@ lists: a trained evaluator's), and reports the action accuracy on the held-out
 questions of
 
 * ``best score``: the paper's rule with the thresholds the crag calibration
-  picks on the validation questions (for the embedded evaluator: its stored ones);
+  picks on the validation questions (a trained evaluator's stored ones);
 * ``best logit + BM25``: a logistic regression on the two, fitted on the
   validation questions only, its output thresholded the same way;
 * for each, the ``ceiling``: the best any pair of thresholds could do on the
@@ -75,7 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
-    parser.add_argument("--evaluator", default="minilm", help="a trained evaluator, as --evaluator takes it (the default has seen every dev question)")
+    parser.add_argument("--evaluator", required=True, help="a trained evaluator whose manifest lists its questions (crag train-evaluator keeps them since session 15), as --evaluator takes it")
     parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
     parser.add_argument("-k", "--top-k", type=int, default=10)
     parser.add_argument("--out", type=Path)

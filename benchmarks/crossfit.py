@@ -2,15 +2,17 @@
 
     python benchmarks/crossfit.py --runs OUT1 OUT2 ... [--modes crag,rag-k3,rag-k5,rag] --out OUTDIR
 
-Cross-fitting, step by step (K folds; fold 1 is the held-out part the
-embedded evaluator was trained without, so its evaluator is crag's default):
+Cross-fitting, step by step (K folds; fold 1 is the 200-question held-out part
+of ``split_popqa.py``):
 
 1. ``python benchmarks/split_popqa.py --data DIR --test 200 --folds K --out SPLIT``
-2. for each fold I > 1: ``crag train-evaluator SPLIT/fold-I/train.jsonl --index IX
-   --out EV-I`` (the default evaluator's own command, on the other folds' questions);
+2. for each fold I: ``crag train-evaluator SPLIT/fold-I/train.jsonl --index IX
+   --out EV-I`` (the default evaluator's own command, on the other folds' questions;
+   EV-1 is the default's command run today: the shipped default had also seen
+   three held-out questions' twins, which ``split_popqa.py`` now leaves out);
 3. for each fold I: ``python benchmarks/popqa.py --data DIR --questions
    SPLIT/fold-I/test.jsonl --modes crag,rag-k3,rag-k5,rag --model MODEL
-   [--evaluator EV-I] --out OUT-I`` (plain RAG does not evaluate: the same for every fold);
+   --evaluator EV-I --out OUT-I`` (plain RAG does not evaluate: the same for every fold);
 4. this script, over OUT-1 … OUT-K.
 
 Each run folder holds what ``benchmarks/popqa.py`` writes: ``questions.jsonl``,

@@ -317,6 +317,14 @@ EMBEDDED_EVALUATOR = Path(__file__).resolve().parent / "evaluators" / "minilm-po
 EMBEDDED_ADAPTER_SHA256 = "860f773664777b01f0da3bf5ac7caa2a44c0385e6cc1cc060a2fbea9765c8ced"
 
 
+def guard_can_lift(upper: float, lower: float) -> bool:
+    """Whether a topic guard may lift scores to ``lower``: only below ``upper``, so it never makes Correct.
+
+    With ``lower`` at or above ``upper`` there is no Ambiguous band to lift to, and the guard is off.
+    """
+    return lower < upper
+
+
 def read_trained(path: Path) -> dict:
     """The manifest of a trained evaluator folder, checked for the fields crag needs."""
     path = Path(path)
@@ -483,7 +491,7 @@ class CrossEncoderEvaluator:
             upper, lower = self._stored_upper, float(self._guard["score"])
         else:
             upper, lower = self._in_force
-        return lower if lower < upper else None  # lifting to a floor at or above upper would make it Correct
+        return lower if guard_can_lift(upper, lower) else None
 
     def load(self) -> None:
         """Check the weights' sha256, then load base + adapter, merged (it is otherwise loaded on the first score)."""

@@ -39,7 +39,8 @@ from .errors import CragError
 from .evaltest import auc
 from .files import write_text_atomic
 from .evaluator import (
-    EMBEDDED_BASE, MANIFEST, encode_pairs, is_t5, load_classifier, logit_to_score, parse_spec, read_trained,
+    EMBEDDED_BASE, MANIFEST, encode_pairs, guard_can_lift, is_t5, load_classifier, logit_to_score, parse_spec,
+    read_trained,
 )  # fmt: skip
 from .index import is_crag_index
 from .match import contains_phrase, holds_answer
@@ -569,7 +570,10 @@ def train(
         guard = None
         if config.topic_guard and not t5:
             guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
-            log(f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; " + guard_report["note"])
+            if guard_report["off"]:
+                log("warning: " + guard_report["note"])
+            else:
+                log(f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; " + guard_report["note"])
             calib.notes.append(guard_report["note"])
             calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
         final = files.temp_dir(out)
@@ -641,13 +645,17 @@ def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: d
     cut, _, _ = choose_action_thresholds(question_items(val_pairs, cos_scores), **precision)
     guard = {"cosine": cut, "score": calib.lower}
     raw = [s for s in scorer.score(val_input)]
+    acc_raw, counts_raw = action_accuracy(question_items(val_pairs, raw), calib.upper, calib.lower)
+    if not guard_can_lift(calib.upper, calib.lower):  # as the evaluator will score: the guard is off
+        note = (f"the topic guard is off with these thresholds (lower {calib.lower} is not below upper "
+                f"{calib.upper}: no Ambiguous band to lift on-topic passages to), so on documents unlike the "
+                f"training questions passages may be discarded; validation action accuracy {acc_raw:.4f} {counts_raw}")
+        return guard, {"action_accuracy": round(acc_raw, 4), "actions": counts_raw, "note": note, "off": True}
     guarded = [max(s, calib.lower) if c >= cut else s for s, c in zip(raw, cos_scores)]
-    items_raw, items_guarded = question_items(val_pairs, raw), question_items(val_pairs, guarded)
-    acc_raw, counts_raw = action_accuracy(items_raw, calib.upper, calib.lower)
-    acc, counts = action_accuracy(items_guarded, calib.upper, calib.lower)
+    acc, counts = action_accuracy(question_items(val_pairs, guarded), calib.upper, calib.lower)
     note = (f"validation action accuracy {acc:.4f} {counts} with the topic guard, {acc_raw:.4f} {counts_raw} "
             "without")  # fmt: skip
-    return guard, {"action_accuracy": round(acc, 4), "actions": counts, "note": note}
+    return guard, {"action_accuracy": round(acc, 4), "actions": counts, "note": note, "off": False}
 
 
 def _warmup(ratio: float) -> dict:
@@ -729,9 +737,12 @@ def model_card(card: dict) -> str:
         f"Correct right {c['correct_precision']}, Incorrect right {c['incorrect_precision']}.",
         "",
         "Topic guard: " + (
+            "none." if not card.get("topic_guard") else
             f"a pair whose base-encoder cosine reaches {card['topic_guard']['cosine']} scores at least "
             f"{card['topic_guard']['score']} (the lower threshold): on-topic passages are never discarded."
-            if card.get("topic_guard") else "none."
+            if guard_can_lift(card["thresholds"]["upper"], card["thresholds"]["lower"]) else
+            f"stored (cosine {card['topic_guard']['cosine']}) but off with the stored thresholds (lower not below "
+            "upper); it lifts on-topic pairs to a --lower set below --upper."
         ),
         "",
         *[f"- {note}" for note in c.get("notes", [])],

@@ -429,3 +429,24 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev.set_guard({"cosine": 1.01, "score": 0.25}, card["base"])  # no pair is on topic
     assert ev.score(inputs) == pytest.approx(plain, abs=1e-5)
 
+
+
+def test_topic_guard_report_says_off_when_the_thresholds_leave_no_ambiguous_band(tiny_bert):
+    # a calibration with lower == upper leaves nothing to lift to: the card must report what the evaluator will do
+    from types import SimpleNamespace
+
+    from crag_cli.calibrate import action_accuracy
+    from crag_cli.train import fit_topic_guard, question_items
+
+    pairs = toy_pairs(8)
+    inputs = [(p.question, p.passage) for p in pairs]
+    scorer = SimpleNamespace(score=lambda xs: [0.5 if "yes" in passage else -0.5 for _, passage in xs])
+    raw = scorer.score(inputs)
+    for upper, lower in ((0.0, 0.0), (-0.2, 0.3)):
+        calib = SimpleNamespace(upper=upper, lower=lower)
+        guard, report = fit_topic_guard(scorer, str(tiny_bert), pairs, inputs, calib, {})
+        assert report["off"] and "guard is off" in report["note"]
+        acc, counts = action_accuracy(question_items(pairs, raw), upper, lower)
+        assert report["actions"] == counts and report["action_accuracy"] == round(acc, 4)
+    guard, report = fit_topic_guard(scorer, str(tiny_bert), pairs, inputs, SimpleNamespace(upper=0.9, lower=0.0), {})
+    assert not report["off"] and guard["score"] == 0.0
