@@ -32,3 +32,47 @@ def test_the_embedded_evaluator_is_pinned_and_keeps_out_of_domain_questions_out_
     actions = {rec["id"]: rec["action"] for rec in map(json.loads, r.stdout.splitlines())}
     assert len(actions) == 16 and actions["in-1"] != "incorrect"
     assert [q for q, a in actions.items() if q.startswith("out-") and a == "correct"] == []
+
+
+def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_calibrated_on(tmp_path):
+    """A test of the default on questions it learnt from is named in-sample (its figures there overstate it).
+
+    Three PopQA dev questions: one of its 400 training questions, one of its 100 validation questions,
+    and one of the 200 held out from it (`benchmarks/split_popqa.py --test 200`). Where the PopQA data
+    is beside the checkout, every dev question is checked: the 500 it was made from are listed, and of
+    the held-out 200 only the 3 whose twin (the same question under another id) was among them.
+    """
+    from pathlib import Path
+
+    from crag_cli.index import build_index
+    from crag_cli.train import in_sample, seen_by
+
+    from conftest import SHARED_POPQA
+
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps(q) for q in (
+        {"id": "popqa-2", "question": "What is Edward Corser's occupation?", "answers": ["politician"]},
+        {"id": "popqa-4", "question": "What is Bruce McDaniel's occupation?", "answers": ["composer"]},
+        {"id": "popqa-0", "question": "What is Henry Feilden's occupation?", "answers": ["politician"]},
+    )) + "\n")  # fmt: skip
+    root = Path(__file__).resolve().parents[1]
+    build_index(root / "sample_corpus", tmp_path / "ix")
+    r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(tmp_path / "ix"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["in_sample"] == {"training": 1, "validation": 1}
+    assert "IN-SAMPLE: 1 of these 3 questions trained this evaluator and 1 calibrated it" in r.stderr
+
+    seen = seen_by("minilm")
+    assert sorted(set(seen.values())) == ["training", "validation"]
+    if SHARED_POPQA.is_dir():
+        import sys
+
+        sys.path.insert(0, str(root / "benchmarks"))
+        from popqa import spread_sample
+
+        dev = [json.loads(x) for x in (SHARED_POPQA / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
+        held = set(spread_sample(list(range(len(dev))), 200))
+        made_from = [q["question"] for i, q in enumerate(dev) if i not in held]
+        assert sum(in_sample(made_from, "minilm").values()) == 500
+        assert in_sample([q["question"] for i, q in enumerate(dev) if i in held], "minilm") == {
+            "training": 2, "validation": 1}  # fmt: skip
