@@ -1,6 +1,6 @@
 """How far can the action decision go with a given evaluator's scores?
 
-    python benchmarks/action_rule.py --data ../shared/bench/popqa --index IX --evaluator minilm:EV-500 [--test 200] [--out OUT]
+    python benchmarks/action_rule.py --data ../shared/bench/popqa --index IX --evaluator minilm [--test 200] [--out OUT]
 
 CRAG decides a question's action from its best passage score. This script asks
 whether more of what the pipeline already knows helps: the question's best
@@ -15,6 +15,12 @@ questions of
   picks on the validation questions (a trained evaluator's stored ones);
 * ``best logit + BM25``: a logistic regression on the two, fitted on the
   validation questions only, its output thresholded the same way;
+* ``best logit + top cosine``: the same with the best cosine of the base
+  encoder's embeddings (``minilm-cosine``) instead of BM25, which does not
+  depend on the collection's size and vocabulary as a raw BM25 score does;
+* ``pair logit + cosine``: each pair's logit and cosine combined by a logistic
+  regression fitted on the validation *pairs*, then the paper's rule on the best
+  combined score (so the actions still come from one score per passage);
 * for each, the ``ceiling``: the best any pair of thresholds could do on the
   held-out questions themselves (not a result: it shows what the rule can reach).
 
@@ -75,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
-    parser.add_argument("--evaluator", required=True, help="a trained evaluator whose manifest lists its questions (crag train-evaluator keeps them since session 15), as --evaluator takes it")
+    parser.add_argument("--evaluator", required=True, help="a trained evaluator whose manifest lists its questions (crag train-evaluator keeps them since session 15; the embedded minilm lists them too), as --evaluator takes it")
     parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
     parser.add_argument("-k", "--top-k", type=int, default=10)
     parser.add_argument("--out", type=Path)
@@ -100,6 +106,7 @@ def main() -> None:
 
     index = BM25Index.load(args.index)
     evaluator = build_evaluator(args.evaluator)
+    cosine = build_evaluator("minilm-cosine")
     thresholds = resolve_thresholds(args.evaluator)
     rows = {}
     for name, part in (("validation", val), ("held-out", test)):
@@ -109,10 +116,13 @@ def main() -> None:
             pairs = [(q["question"], h.passage.text) for h in hits]
             scores = evaluator.score(pairs)
             logits = evaluator.logits(pairs) if hasattr(evaluator, "logits") else scores
+            pair_holds = [holds_answer(h.passage.text, q["answers"]) for h in hits]
+            cosines = cosine.score(pairs) if pairs else []
             feats.append({
-                "id": q["id"], "holds": any(holds_answer(h.passage.text, q["answers"]) for h in hits),
+                "id": q["id"], "holds": any(pair_holds), "pair_holds": pair_holds,
                 "best_score": max(scores, default=-1.0), "best_logit": max(logits, default=-10.0),
-                "bm25_top": hits[0].score if hits else 0.0,
+                "bm25_top": hits[0].score if hits else 0.0, "cosine_top": max(cosines, default=-1.0),
+                "logits": [float(z) for z in logits], "cosines": [float(c) for c in cosines],
             })  # fmt: skip
             print(f"{name}: {len(feats)}/{len(part)}", end="\r", file=sys.stderr)
         rows[name] = feats
@@ -121,18 +131,32 @@ def main() -> None:
     def items(feats, key):
         return [Item([f[key]], f["holds"]) for f in feats]
 
-    x = {n: np.array([[f["best_logit"], f["bm25_top"]] for f in rows[n]]) for n in rows}
     y = np.array([f["holds"] for f in rows["validation"]], dtype=float)
-    mu, sd = x["validation"].mean(0), x["validation"].std(0) + 1e-9
-    w = fit_logistic((x["validation"] - mu) / sd, y)
+    weights = {}
+    for key, second in (("combined", "bm25_top"), ("with_cosine", "cosine_top")):  # question-level: the best logit and one more
+        x = {n: np.array([[f["best_logit"], f[second]] for f in rows[n]]) for n in rows}
+        mu, sd = x["validation"].mean(0), x["validation"].std(0) + 1e-9
+        w = fit_logistic((x["validation"] - mu) / sd, y)
+        weights[key] = {"weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist()}
+        for n in rows:
+            for f, z in zip(rows[n], ((x[n] - mu) / sd) @ w[:-1] + w[-1]):
+                f[key] = float(z)
+    # pair-level: every pair's logit and cosine, fitted on the validation pairs; a question keeps its best pair
+    xp = np.array([[z, c] for f in rows["validation"] for z, c in zip(f["logits"], f["cosines"])])
+    yp = np.array([h for f in rows["validation"] for h in f["pair_holds"]], dtype=float)
+    mu, sd = xp.mean(0), xp.std(0) + 1e-9
+    w = fit_logistic((xp - mu) / sd, yp)
+    weights["pair_cosine"] = {"weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist()}
     for n in rows:
-        for f, z in zip(rows[n], ((x[n] - mu) / sd) @ w[:-1] + w[-1]):
-            f["combined"] = float(z)
+        for f in rows[n]:
+            z = ((np.array([f["logits"], f["cosines"]]).T - mu) / sd) @ w[:-1] + w[-1] if f["logits"] else [-10.0]
+            f["pair_cosine"] = float(np.max(z))
 
     table = ["| rule | thresholds from | upper | lower | held-out action accuracy | C/A/I | ceiling on held-out |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     results = {}
-    for rule, key in (("best score", "best_score"), ("best logit + BM25", "combined")):
+    for rule, key in (("best score", "best_score"), ("best logit + BM25", "combined"),
+                      ("best logit + top cosine", "with_cosine"), ("pair logit + cosine", "pair_cosine")):
         if key == "best_score" and "calibrated" in thresholds.source:
             up, lo, src = thresholds.upper, thresholds.lower, "stored with the evaluator"
         else:
@@ -152,7 +176,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "action_rule.md").write_text(text + "\n")
         (args.out / "action_rule.json").write_text(json.dumps(
-            {"results": results, "weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist(), "questions": rows},
+            {"results": results, "fits": weights, "questions": rows},
             indent=1))  # fmt: skip
 
 
