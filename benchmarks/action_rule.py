@@ -97,9 +97,14 @@ def main() -> None:
         parser.error(str(exc))
     if seen_fps is None:
         parser.error(f"--evaluator {args.evaluator}: not a trained evaluator whose manifest lists its validation questions")
-    # the evaluator's own validation questions, as its manifest lists them (held-out ones are never among them)
-    val = [q for i, q in enumerate(questions)
-           if i not in held and seen_fps.get(question_fingerprint(q["question"])) == "validation"]  # fmt: skip
+    # the evaluator's own validation questions, as its manifest lists them (held-out ones are never among them),
+    # each once: a question filed twice under two ids is one question
+    val, taken = [], set()
+    for i, q in enumerate(questions):
+        fp = question_fingerprint(q["question"])
+        if i not in held and seen_fps.get(fp) == "validation" and fp not in taken:
+            taken.add(fp)
+            val.append(q)
     seen_note = ("held-out part: " + in_sample_note(seen, len(test))) if seen and any(seen.values()) else ""
     if seen_note:  # said before the scoring: these questions are not held out from this evaluator
         print("warning: " + seen_note, file=sys.stderr)
@@ -131,26 +136,25 @@ def main() -> None:
     def items(feats, key):
         return [Item([f[key]], f["holds"]) for f in feats]
 
-    y = np.array([f["holds"] for f in rows["validation"]], dtype=float)
     weights = {}
-    for key, second in (("combined", "bm25_top"), ("with_cosine", "cosine_top")):  # question-level: the best logit and one more
-        x = {n: np.array([[f["best_logit"], f[second]] for f in rows[n]]) for n in rows}
-        mu, sd = x["validation"].mean(0), x["validation"].std(0) + 1e-9
-        w = fit_logistic((x["validation"] - mu) / sd, y)
+
+    def fit(key, x, y):
+        """A logistic regression on standardised ``x``, kept under ``key``; returns its linear predictor."""
+        mu, sd = x.mean(0), x.std(0) + 1e-9
+        w = fit_logistic((x - mu) / sd, y)
         weights[key] = {"weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist()}
-        for n in rows:
-            for f, z in zip(rows[n], ((x[n] - mu) / sd) @ w[:-1] + w[-1]):
-                f[key] = float(z)
+        return lambda v: ((np.asarray(v) - mu) / sd) @ w[:-1] + w[-1]
+
+    y = np.array([f["holds"] for f in rows["validation"]], dtype=float)
+    for key, second in (("combined", "bm25_top"), ("with_cosine", "cosine_top")):  # question-level: the best logit and one more
+        predict = fit(key, np.array([[f["best_logit"], f[second]] for f in rows["validation"]]), y)
+        for f in (f for n in rows for f in rows[n]):
+            f[key] = float(predict([f["best_logit"], f[second]]))
     # pair-level: every pair's logit and cosine, fitted on the validation pairs; a question keeps its best pair
-    xp = np.array([[z, c] for f in rows["validation"] for z, c in zip(f["logits"], f["cosines"])])
-    yp = np.array([h for f in rows["validation"] for h in f["pair_holds"]], dtype=float)
-    mu, sd = xp.mean(0), xp.std(0) + 1e-9
-    w = fit_logistic((xp - mu) / sd, yp)
-    weights["pair_cosine"] = {"weights": w.tolist(), "mean": mu.tolist(), "sd": sd.tolist()}
-    for n in rows:
-        for f in rows[n]:
-            z = ((np.array([f["logits"], f["cosines"]]).T - mu) / sd) @ w[:-1] + w[-1] if f["logits"] else [-10.0]
-            f["pair_cosine"] = float(np.max(z))
+    predict = fit("pair_cosine", np.array([[z, c] for f in rows["validation"] for z, c in zip(f["logits"], f["cosines"])]),
+                  np.array([h for f in rows["validation"] for h in f["pair_holds"]], dtype=float))  # fmt: skip
+    for f in (f for n in rows for f in rows[n]):
+        f["pair_cosine"] = float(np.max(predict(np.array([f["logits"], f["cosines"]]).T))) if f["logits"] else -10.0
 
     table = ["| rule | thresholds from | upper | lower | held-out action accuracy | C/A/I | ceiling on held-out |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
