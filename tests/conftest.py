@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 SHARED_POPQA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "popqa"
+# the benchmark scripts (popqa.py, webstandin.py) are imported by their tests as top-level modules
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 # Keep model caches and config discovery inside the test's temporary area.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,16 +1,12 @@
 """The benchmark's web stand-in and its metrics."""
 
 import json
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import popqa  # noqa: E402
-from webstandin import start_in_thread  # noqa: E402
+import popqa  # the benchmarks folder is on the path (conftest)
+from webstandin import start_in_thread
 
 from crag_cli.websearch import Fetcher, SearxngBackend, page_text  # noqa: E402
 

@@ -65,9 +65,6 @@ def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_cal
     seen = seen_by("minilm")
     assert sorted(set(seen.values())) == ["training", "validation"]
     if SHARED_POPQA.is_dir():
-        import sys
-
-        sys.path.insert(0, str(root / "benchmarks"))
         from popqa import spread_sample
 
         dev = [json.loads(x) for x in (SHARED_POPQA / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
