@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from . import __version__, files
+from . import __version__, files, jsonl
 from .errors import CragError
 from .prompts import PROMPT_VERSION
 from .records import QuestionLine, error_record, to_record
@@ -173,8 +173,8 @@ def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = Tru
     records: list[dict[str, Any]] = []
     for n, raw in enumerate(data.splitlines(), 1):
         try:
-            rec = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = jsonl.parse(raw)
+        except jsonl.BadLine:
             rec = None
         if not isinstance(rec, dict):
             raise CragError(f"cannot resume: line {n} of {path} is not a JSON record")
@@ -224,6 +224,7 @@ class BatchOutput:
         self._file = None
         self._swap_at: int | None = None
         self._tmp: Path | None = None
+        self._lock: files.Lock | None = None
 
     # ------------------------------------------------------------------ what is there, and whose it is
     def _run(self) -> dict | None:
@@ -235,8 +236,23 @@ class BatchOutput:
             return False
         return files.digest(self.path) == (run.get("output_size"), run.get("output_sha256"))
 
-    def check(self) -> None:
-        """Everything that can be checked before a model loads; raises :class:`CragError`."""
+    def check(self) -> list[str]:
+        """Lock the output, finish an interrupted last step, and check everything that can be checked
+        before a model loads.
+
+        The lock (:class:`~crag_cli.files.Lock`) is held until :meth:`close`, or
+        until the process ends.
+
+        Returns
+        -------
+        list of str
+            Notes for stderr: a killed run's lock taken over, its output finished.
+
+        Raises
+        ------
+        CragError
+            Another run writes this output, or the output may not be written.
+        """
         files.check_output_file(self.path)
         files.check_name_length(self.partial)
         for target in (self.path, self.partial, self.manifest):
@@ -245,6 +261,27 @@ class BatchOutput:
                 raise CragError(f"{target} is a symbolic link: crag writes only real files it made (omit -o for stdout)")
             if target.exists() and not target.is_file():
                 raise CragError(f"{target} is not a regular file: crag leaves it alone (omit -o to write to stdout)")
+        notes = []
+        if self._lock is None:
+            self._lock = files.Lock(self.path, "output").acquire()
+            if self._lock.took_over:
+                notes.append(f"took over the lock of a run that was killed ({self._lock.took_over})")
+        if self._finish_rename():
+            notes.append(f"finished the rename of {self.partial.name} to {self.path.name} that a killed run had begun")
+        self._check_files()
+        return notes
+
+    def _finish_rename(self) -> bool:
+        """A run killed after recording its finished output but before renaming it: do the rename now."""
+        run = self._run()
+        if run is None or not run.get("complete") or not run.get("output_sha256") or not self.partial.is_file():
+            return False
+        if files.digest(self.partial) != (run.get("output_size"), run.get("output_sha256")):
+            return False
+        os.replace(self.partial, self.path)
+        return True
+
+    def _check_files(self) -> None:
         run = self._run()
         if self.manifest.exists() and run is None:
             raise CragError(f"{self.manifest} exists and is not a crag run manifest: crag leaves it alone")
@@ -332,13 +369,23 @@ class BatchOutput:
             files.remove(self._tmp)
             self._tmp = None
         if finished:
+            # the manifest vouches for the finished file first, then the file takes its name: a kill between
+            # the two leaves OUT.partial with the digest recorded, and the next run finishes the rename
             run = self._run() or {}
-            if self.partial.exists():
-                os.replace(self.partial, self.path)
-            size, digest = files.digest(self.path) or (None, None)
+            source = self.partial if self.partial.exists() else self.path
+            size, digest = files.digest(source) or (None, None)
             run.update(complete=True, finished=_now(), summary=summary or {}, output_identity=run.get("identity"),
                        output_size=size, output_sha256=digest)  # fmt: skip
             files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
+            if source == self.partial:
+                os.replace(self.partial, self.path)
+        self.unlock()
+
+    def unlock(self) -> None:
+        """Let another run write this output (also done by :meth:`close`)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _now() -> str:
@@ -423,8 +470,9 @@ def groups(questions: Iterable[QuestionLine], lines: int = GROUP_LINES) -> Itera
         yield group
 
 
-def answer_group(pipeline, group: Sequence[QuestionLine], mode: str) -> list[Answered]:
-    """Records of a group of questions (see :func:`groups`), each with the seconds it took.
+def iter_group(pipeline, group: Sequence[QuestionLine], mode: str) -> Iterator[Answered]:
+    """Records of a group of questions (see :func:`groups`), each with the seconds it took, one by one
+    as each question is answered.
 
     In ``crag`` mode the evaluator first scores the group's passages and strips
     together (:meth:`~crag_cli.pipeline.Pipeline.score_ahead`); each question's
@@ -437,12 +485,15 @@ def answer_group(pipeline, group: Sequence[QuestionLine], mode: str) -> list[Ans
         except Exception:  # scored again question by question, where a failure becomes that question's record
             pipeline.score_ahead([])
     share = (time.perf_counter() - t0) / len(group)
-    out = []
     for q in group:
         t1 = time.perf_counter()
         rec = answer(pipeline, q, mode)
-        out.append((rec, share + time.perf_counter() - t1))
-    return out
+        yield rec, share + time.perf_counter() - t1
+
+
+def answer_group(pipeline, group: Sequence[QuestionLine], mode: str) -> list[Answered]:
+    """:func:`iter_group` as a list (what a worker process sends back)."""
+    return list(iter_group(pipeline, group, mode))
 
 
 # --------------------------------------------------------------------------- who answers: this process or workers
@@ -465,7 +516,7 @@ class InProcess:
 
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
         for group in groups(questions):
-            yield from answer_group(self.pipeline, group, self.mode)
+            yield from iter_group(self.pipeline, group, self.mode)  # each record as soon as it is answered
 
 
 def split_threads(threads: int | None, workers: int) -> int:

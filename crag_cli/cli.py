@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 from . import __version__
 from . import build as builder
 from . import settings as settings_decl
-from .errors import CragError
+from .errors import CragError, one_line
 from .settings import Settings, SettingsError, load_settings
 
 
@@ -77,8 +77,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> None:
-    """One clear line on stderr, then exit non-zero."""
-    err.print(f"crag: error: {message}", markup=False, highlight=False)
+    """One clear line on stderr (the first line of a longer message), then exit non-zero."""
+    err.print(f"crag: error: {one_line(message)}", markup=False, highlight=False)
     raise typer.Exit(code)
 
 
@@ -203,6 +203,17 @@ def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
         fail(str(exc))
 
 
+def _check_question(question: str) -> None:
+    """A question given on the command line is not empty and is valid UTF-8 (undecodable bytes reach
+    Python as lone surrogates, which no tokenizer or output can take)."""
+    from .jsonl import has_surrogate
+
+    if not question.strip():
+        fail("the question is empty")
+    if has_surrogate(question):
+        fail("the question is not valid UTF-8 text (check the terminal's or the script's encoding)")
+
+
 def _input_file(path: Path) -> None:
     if str(path) == "-":
         return
@@ -301,8 +312,8 @@ def evaluate(
 
     if (question is None) == (input is None):
         fail("give a QUESTION or --input FILE.jsonl (one of them)")
-    if question is not None and not question.strip():
-        fail("the question is empty")
+    if question is not None:
+        _check_question(question)
     if input is not None:
         _input_file(input)
     pipe = _pipeline(settings, with_generator=False)
@@ -391,8 +402,7 @@ def ask(
     """Answer one question with the whole pipeline; the answer streams to stdout."""
     from .records import to_record
 
-    if not question.strip():
-        fail("the question is empty")
+    _check_question(question)
     pipe = _pipeline(settings, with_generator=True)
     try:
         pipe.generator.load()
@@ -501,8 +511,10 @@ def batch(
         model_file = Path(settings.model) if Path(settings.model).is_file() else None  # not an embedded name
         inputs = [input, model_file, (ctx.obj or {}).get("config") or Path("crag.toml")]
         out = BatchOutput(output, inputs, resume=resume, retry_errors=retry_errors, overwrite=overwrite)
+        ctx.call_on_close(out.unlock)  # however the command ends
         try:
-            out.check()
+            for note in out.check():
+                err.print(f"crag: note: {note}", markup=False)
             inside = Path(os.path.abspath(output))
             if Path(os.path.abspath(settings.index)) in inside.parents:
                 raise CragError(f"the output {output} is inside the index {settings.index}: crag never writes there")
@@ -611,19 +623,18 @@ def calibrate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from .calibrate import calibrate as choose, collect
-    from .files import check_output_file, refuse_input
-    from .settings import read_config, write_config
+    from .files import Lock, check_output_file, refuse_input
+    from .settings import check_config_file, write_config
 
     _input_file(input)
     if write is not None:  # checked now, not after minutes of scoring
         try:
             check_output_file(write, "config file")
             refuse_input(write, [input])
+            ctx.with_resource(Lock(write, "config file"))  # held until the command ends
             if write.exists():
-                read_config(write)
-        except SettingsError as exc:
-            fail(f"{write} is not a crag config file, so it is left alone ({exc})")
-        except CragError as exc:
+                check_config_file(write)
+        except (SettingsError, CragError) as exc:
             fail(str(exc))
     questions = _gold_questions(input, limit)
     pipe = _pipeline(settings, with_generator=False)
@@ -735,6 +746,7 @@ def train_evaluator(
         LabelledPair, check_output_folder, pairs_from_gold, read_labelled_pairs,
         split_by_question, synthetic_pairs, train,
     )  # fmt: skip
+    from .files import Lock
 
     if questions is None and pairs is None and synthetic is None:
         fail("give training data: QUESTIONS.jsonl with gold answers, --pairs FILE, or --synthetic N")
@@ -772,6 +784,9 @@ def train_evaluator(
     inputs = [x for x in (questions, pairs, settings.index, base_folder) if x is not None]
     try:
         check_output_folder(out, inputs)  # (an input at --out itself, or inside it, is refused there too)
+        ctx.with_resource(Lock(out, "evaluator folder"))  # held until the command ends
+        if save_synthetic is not None:
+            ctx.with_resource(Lock(save_synthetic, "synthetic pairs file"))
     except CragError as exc:
         fail(str(exc))
     config = TrainConfig(

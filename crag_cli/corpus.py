@@ -8,12 +8,14 @@ JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped silently.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from . import jsonl
+from .files import LOCK_TAG
 
 TEXT_SUFFIXES = {".txt", ".md"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -264,14 +266,14 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
 
 def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
     docs = []
-    for lineno, line in enumerate(data.decode("utf-8-sig").splitlines(), 1):
+    for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{rel}:{lineno}"
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            skipped.append((where, f"malformed JSON ({exc.msg})"))
+            obj = jsonl.parse(line, first=lineno == 1)
+        except jsonl.BadLine as exc:
+            skipped.append((where, str(exc)))
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             skipped.append((where, "not an object with a string 'text'"))
@@ -338,6 +340,8 @@ def list_files(
         dirs[:] = kept
         for name in sorted(names):
             path = here / name
+            if name.startswith(".") and name.endswith(LOCK_TAG):  # crag's own lock of an index being built here
+                continue
             if not include_hidden and name.startswith("."):
                 listing.hidden.append(listing.rel(path))
             elif not path.is_file():

@@ -35,7 +35,7 @@ import math
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
-from .errors import CragError
+from .errors import CragError, one_line
 
 Pair = tuple[str, str]
 
@@ -134,7 +134,7 @@ class MiniLMEvaluator:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self._model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
-            raise EvaluatorError(f"cannot load evaluator model from {path}: {exc}") from None
+            raise EvaluatorError(f"cannot load evaluator model from {path}: {one_line(exc)}") from None
         torch.set_grad_enabled(False)
 
     def embed(self, texts: Sequence[str]):
@@ -201,12 +201,19 @@ class T5Evaluator:
         self._tokenizer = None
         self.forward_passes = 0
 
+    def check(self) -> None:
+        """Raise :class:`EvaluatorError` when the path holds no checkpoint (checked before anything loads)."""
+        if not self.path.is_dir():
+            raise EvaluatorError(f"T5 evaluator checkpoint not found: {self.path}")
+        if not (self.path / "config.json").is_file():
+            raise EvaluatorError(f"{self.path} is not a T5 checkpoint (no config.json) nor a trained evaluator "
+                                 f"(no {MANIFEST})")  # fmt: skip
+
     def load(self) -> None:
         """Load the model now (it is otherwise loaded on the first score)."""
         if self._model is not None:
             return
-        if not self.path.is_dir():
-            raise EvaluatorError(f"T5 evaluator checkpoint not found: {self.path}")
+        self.check()
         import torch
         from transformers import AutoTokenizer, T5ForSequenceClassification
 
@@ -215,7 +222,7 @@ class T5Evaluator:
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
             model = T5ForSequenceClassification.from_pretrained(str(self.path), local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise EvaluatorError(f"cannot load T5 evaluator from {self.path}: {exc}") from None
+            raise EvaluatorError(f"cannot load T5 evaluator from {self.path}: {one_line(exc)}") from None
         if model.config.num_labels != 1:
             raise EvaluatorError(
                 f"T5 evaluator at {self.path} has {model.config.num_labels} labels; a CRAG evaluator has 1"
@@ -267,7 +274,9 @@ def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> E
         return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
     if kind == "minilm-cosine":
         return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
-    return T5Evaluator(path, batch_size=batch_size, max_length=max_length)
+    t5 = T5Evaluator(path, batch_size=batch_size, max_length=max_length)
+    t5.check()
+    return t5
 
 
 def parse_spec(spec: str) -> tuple[str, Path | None]:

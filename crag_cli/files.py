@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -198,3 +199,101 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# --------------------------------------------------------------------------- one writer per target
+
+LOCK_TAG = ".crag-lock"
+
+
+def lock_path(target: Path) -> Path:
+    """The lock file of ``target``: ``.NAME.crag-lock`` beside it (never inside a folder crag replaces)."""
+    target = Path(os.path.abspath(target))
+    return target.parent / f".{target.name}{LOCK_TAG}"
+
+
+class Lock:
+    """An exclusive lock on an output or an index, held from before any check until the process lets go.
+
+    The lock is an advisory ``flock`` on ``.NAME.crag-lock`` beside the target;
+    the file holds the owner's pid and command for the message another run
+    shows. The kernel releases a ``flock`` when its process dies, however it
+    dies, so the lock of a killed run is free at once and the next run takes
+    it over (and says so). The lock file is removed on release, while still
+    locked; a run that locked a file in the meantime removed finds the path no
+    longer names it and starts again, so two runs never hold two files.
+
+    Parameters
+    ----------
+    target : Path
+        The output file or index folder to be written.
+    what : str
+        What is written, for the message (``"output"``, ``"index"``).
+    """
+
+    def __init__(self, target: Path, what: str = "output") -> None:
+        self.target = Path(target)
+        self.path = lock_path(target)
+        self.what = what
+        self.took_over: str | None = None  # the previous owner, when a killed run had left its lock
+        self._fd: int | None = None
+
+    def acquire(self) -> "Lock":
+        """Take the lock or raise :class:`CragError` naming the run that holds it (never waits)."""
+        import fcntl
+
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, default_mode())
+            except OSError as exc:
+                raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = _read_owner(fd)
+                os.close(fd)
+                raise CragError(
+                    f"{self.target} is being written by another crag run ({owner or 'pid unknown'}): "
+                    "wait for it to finish, or stop it"
+                ) from None
+            except OSError as exc:
+                os.close(fd)
+                raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
+            try:  # the file we locked must still be the one at the path (not replaced meanwhile)
+                same = os.fstat(fd).st_ino == os.stat(self.path, follow_symlinks=False).st_ino
+            except OSError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        previous = _read_owner(fd)
+        if previous and not previous.startswith(f"pid {os.getpid()} "):
+            self.took_over = previous
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} {' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]}\n"
+                  .encode("utf-8", "replace"), 0)  # fmt: skip
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                if os.fstat(self._fd).st_ino == os.stat(self.path, follow_symlinks=False).st_ino:
+                    os.unlink(self.path)  # while still locked (see the class's notes)
+            except OSError:
+                pass
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_owner(fd: int) -> str:
+    try:
+        return os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

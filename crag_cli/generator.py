@@ -281,10 +281,47 @@ class LlamaGenerator:
         self.model_path = path
 
     def _tokens(self, messages: list[dict]) -> tuple[list[int], object]:
+        """The prompt's token ids: the chat template's own text may hold control tokens, the messages never.
+
+        The template is rendered with a placeholder for each message's content;
+        the template's pieces are tokenized with special tokens parsed, each
+        content as plain text, so a document or web page that contains
+        ``<|im_start|>system`` adds the characters, not the control token
+        (:func:`split_rendered`).
+        """
         self.load()
-        response = self._formatter(messages=messages)
-        tokens = self._llm.tokenize(response.prompt.encode("utf-8"), add_bos=not response.added_special, special=True)
+        response = self._formatter(messages=[dict(m, content=mark) for m, mark in zip(messages, _marks(messages))])
+        pieces = split_rendered(response.prompt, [m["content"] for m in messages], _marks(messages))
+        if pieces is None:  # a template that does not show each content once, as given: render it whole, with
+            # anything in the contents that reads as a control token broken up first
+            safe = [dict(m, content=self._defuse(m["content"])) for m in messages]
+            response = self._formatter(messages=safe)
+            pieces = [(response.prompt, True)]
+        tokens: list[int] = []
+        for i, (text, trusted) in enumerate(pieces):
+            if text or i == 0:
+                tokens += self._llm.tokenize(text.encode("utf-8", "replace"), special=trusted,
+                                             add_bos=i == 0 and not response.added_special)  # fmt: skip
         return tokens, response
+
+    def _defuse(self, text: str) -> str:
+        """``text`` with every control token's text broken by a zero-width space (so it stays readable)."""
+        for token in self._control_texts():
+            if token in text:
+                text = text.replace(token, token[:1] + "\u200b" + token[1:])
+        return text
+
+    def _control_texts(self) -> list[str]:
+        if getattr(self, "_controls", None) is None:
+            model = self._llm._model
+            found = []
+            for tid in range(model.n_vocab()):
+                if model.token_get_attr(tid) & 1 << 3:  # LLAMA_TOKEN_ATTR_CONTROL (1 << 3)
+                    text = model.token_get_text(tid)
+                    if len(text) > 1:
+                        found.append(text)
+            self._controls = sorted(found, key=len, reverse=True)
+        return self._controls
 
     def count_tokens(self, messages: list[dict]) -> int:
         return len(self._tokens(messages)[0])
@@ -316,6 +353,48 @@ class LlamaGenerator:
                 if on_token is not None:
                     on_token(piece)
         return Generation("".join(pieces), len(tokens), steps[0])
+
+
+def _marks(messages: list[dict]) -> list[str]:
+    """One placeholder per message, text no real content contains."""
+    return [f"\x00crag-content-{i}\x00" for i in range(len(messages))]
+
+
+def split_rendered(prompt: str, contents: list[str], marks: list[str]) -> list[tuple[str, bool]] | None:
+    """Cut a prompt rendered with placeholders into ``(text, trusted)`` pieces, the contents put back.
+
+    Parameters
+    ----------
+    prompt : str
+        The chat template's output for messages whose contents were ``marks``.
+    contents : list of str
+        The real contents, in message order.
+    marks : list of str
+        The placeholders.
+
+    Returns
+    -------
+    list of (str, bool) or None
+        The template's text (trusted: may hold control tokens) alternating with
+        the contents (untrusted: plain text); ``None`` when a placeholder does
+        not appear exactly once, in order (the template changed a content).
+
+    Examples
+    --------
+    >>> split_rendered("<s>A\x00m0\x00</s>", ["hi"], ["\x00m0\x00"])
+    [('<s>A', True), ('hi', False), ('</s>', True)]
+    """
+    pieces: list[tuple[str, bool]] = []
+    rest = prompt
+    for content, mark in zip(contents, marks):
+        if prompt.count(mark) != 1:
+            return None
+        before, found, rest = rest.partition(mark)
+        if not found:
+            return None
+        pieces += [(before, True), (content, False)]
+    pieces.append((rest, True))
+    return pieces
 
 
 PLAIN_TEMPLATE = (

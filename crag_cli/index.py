@@ -33,11 +33,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence, overload
 
-from . import files
+from . import files, jsonl
 from .bm25 import FILES as TERM_FILES
 from .bm25 import BM25Params, TermMatrix, count_terms
 from .corpus import Passage, list_files, read_file, split_passages
-from .errors import CragError
+from .errors import CragError, one_line
 
 FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
 MANIFEST = "manifest.json"
@@ -263,7 +263,7 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
 def read_manifest(index_dir: Path) -> dict:
     """Read and check ``manifest.json``; raise :class:`IndexUnusableError` with a clear message."""
     path = Path(index_dir) / MANIFEST
-    if not Path(index_dir).is_dir():
+    if not Path(index_dir).is_dir() and not (recover_index(index_dir) and Path(index_dir).is_dir()):
         raise IndexUnusableError(f"no index at {index_dir} (build one with: crag index DOCS --index {index_dir})")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -385,14 +385,60 @@ def build_index(
     IndexUnusableError
         When ``docs`` does not exist or yields no passage, or ``index_dir`` may not be written.
     """
-    from . import __version__
-
     start = time.perf_counter()
     shown = Path(index_dir)
     docs, index_dir = Path(docs), Path(os.path.abspath(index_dir))  # "." cannot be renamed onto; its full name can
     if not docs.exists():
         raise IndexUnusableError(f"no such folder: {docs}")
     check_index_target(docs, shown)
+    try:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)  # the lock file lives beside the index
+    except OSError as exc:
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
+    with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
+        recover_index(index_dir)
+        check_index_target(docs, shown)  # again: a recovered index is one again
+        return _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress,
+                             include_hidden, start)  # fmt: skip
+
+
+def recover_index(index_dir: Path) -> str | None:
+    """Finish, or roll back, a rebuild that a killed run left between its two renames.
+
+    A rebuild writes the new index to a temporary folder, renames the old index
+    aside (``.NAME.crag-tmp-PID-old``), renames the new one into place, then
+    deletes the old. A kill between the two renames leaves no index at
+    ``index_dir``: when the run's new index is complete (it holds its manifest,
+    written last) it is moved into place and the old one deleted; otherwise the
+    old one is moved back. Only temporaries of processes that are gone are
+    touched. Called by :func:`build_index` (under the index's lock) and when an
+    index is read and missing.
+
+    Returns
+    -------
+    str or None
+        What was done, or ``None`` when there was nothing to recover.
+    """
+    index_dir = Path(os.path.abspath(index_dir))
+    if index_dir.exists() or index_dir.is_symlink():
+        return None
+    stale = files.stale_temporaries(index_dir)
+    for old in (p for p in stale if p.name.endswith("-old") and is_crag_index(p)):
+        pid = old.name[: -len("-old")]
+        new = [p for p in stale if p != old and p.name.startswith(pid + "-") and is_crag_index(p)]
+        if new:
+            os.replace(new[0], index_dir)
+            files.remove(old)
+            return "finished an interrupted rebuild"
+        os.replace(old, index_dir)
+        return "rolled back an interrupted rebuild to the previous index"
+    return None
+
+
+def _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden,
+                  start) -> BuildReport:  # fmt: skip
+    from . import __version__
+
     cleaned = files.clean_stale(index_dir)
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
     old = None if force else _reusable(index_dir, passage_words, tokenizer)
@@ -601,8 +647,12 @@ class PassageStore(Sequence[Passage]):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"passage {i} of {n}")
-        start, end = int(self._offsets[i]), int(self._offsets[i + 1])
-        return Passage.from_dict(json.loads(os.pread(self._fd, end - start, start)))
+        try:
+            start, end = int(self._offsets[i]), int(self._offsets[i + 1])
+            return Passage.from_dict(jsonl.parse(os.pread(self._fd, end - start, start)))
+        except (ValueError, KeyError, TypeError, AttributeError, OSError, OverflowError) as exc:  # BadLine among them
+            raise IndexUnusableError(f"corrupt index: passage {i} of {self.path} cannot be read ({one_line(exc)}): "
+                                     "re-run crag index --force") from None  # fmt: skip
 
     def copy_lines(self, start: int, stop: int, out) -> "numpy.ndarray":
         """Write the stored lines of passages ``start:stop`` to the binary file ``out``, as they are.
@@ -621,7 +671,7 @@ class PassageStore(Sequence[Passage]):
             f.seek(0)
             for line in f:
                 if line.strip():
-                    yield Passage.from_dict(json.loads(line))
+                    yield Passage.from_dict(jsonl.parse(line))
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -701,10 +751,12 @@ class BM25Index:
         except Exception as exc:
             if passages is not None:
                 passages.close()
-            raise IndexUnusableError(f"corrupt index at {path}: {type(exc).__name__}: {exc}") from None
+            raise IndexUnusableError(f"corrupt index at {path} ({type(exc).__name__}: {one_line(exc)}): "
+                                     "re-run crag index --force") from None  # fmt: skip
         if len(passages) != manifest.get("passage_count") or terms.n != len(passages):
             passages.close()
-            raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest")
+            raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest: "
+                                     "re-run crag index --force")  # fmt: skip
         return cls(path, manifest, passages, terms)
 
     def matched(self, query: str):
@@ -750,9 +802,20 @@ class BM25Index:
         return dense
 
     def search(self, query: str, k: int) -> list[Hit]:
-        """The ``k`` best passages with a positive score, best first (ties keep index order)."""
-        idx, val = self.matched(query)
-        positive = val > 0
-        idx, val = idx[positive], val[positive]
-        best = top_k(val, k) if len(val) else []
-        return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]
+        """The ``k`` best passages with a positive score, best first (ties keep index order).
+
+        Raises
+        ------
+        IndexUnusableError
+            When the index's files were damaged after it was built (a term matrix
+            that points outside the passages, an unreadable passage line).
+        """
+        try:
+            idx, val = self.matched(query)
+            positive = val > 0
+            idx, val = idx[positive], val[positive]
+            best = top_k(val, k) if len(val) else []
+            return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]
+        except (IndexError, ValueError, TypeError, OverflowError) as exc:
+            raise IndexUnusableError(f"corrupt index at {self.path} ({type(exc).__name__}: {one_line(exc)}): "
+                                     "re-run crag index --force") from None  # fmt: skip

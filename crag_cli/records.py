@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import jsonl
 from .pipeline import Result
 from .prompts import TASKS as VALID_TASKS
 
@@ -80,6 +80,8 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     if not isinstance(obj, dict):
         return QuestionLine(line, None, None, None, None, "line is not a JSON object")
     raw_id = obj.get("id")
+    if raw_id is not None and not isinstance(raw_id, (str, int, float)):
+        return QuestionLine(line, None, None, None, None, "'id' must be a string or a number")
     qid = str(raw_id) if raw_id is not None else f"line-{line}"
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():
@@ -99,8 +101,10 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
 def read_questions(path: Path) -> Iterator[QuestionLine]:
     """Yield every non-blank line of a JSONL question file, valid or not, in order.
 
-    A line that is not valid JSON (or not UTF-8) yields a :class:`QuestionLine`
-    with ``error`` set; reading goes on. Lines of JSON white space only (space,
+    A line that cannot be read (see :func:`crag_cli.jsonl.parse`: not UTF-8,
+    malformed, a number too long, nesting too deep, a lone surrogate) or that is
+    not a valid question yields a :class:`QuestionLine` with ``error`` set;
+    reading goes on. Lines of JSON white space only (space,
     tab, CR) are skipped; every other line yields exactly one item. A UTF-8
     byte-order mark at the start of the file is ignored. The path ``-`` reads
     standard input.
@@ -110,13 +114,8 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
             if not raw.strip(JSON_BLANK):
                 continue
             try:
-                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a byte-order mark may open the file
-            except UnicodeDecodeError:
-                yield QuestionLine(lineno, None, None, None, None, "line is not UTF-8")
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield QuestionLine(lineno, None, None, None, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+                obj = jsonl.parse(raw, first=lineno == 1)  # a byte-order mark may open the file
+            except jsonl.BadLine as exc:
+                yield QuestionLine(lineno, None, None, None, None, str(exc))
                 continue
             yield parse_question(obj, lineno)

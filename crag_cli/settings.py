@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .actions import PRESETS
+from .jsonl import has_surrogate
 from .models import DEFAULT_MODEL, EMBEDDED, embedded
 from .prompts import TASKS
 from .refine import STRIP_MODES
@@ -333,6 +334,8 @@ def coerce(name: str, value: Any, source: str) -> Any:
         raise SettingsError(_bad(name, value, source, "cannot be empty"))
     if isinstance(value, str):
         value = value.strip()
+        if has_surrogate(value):  # bytes that were not UTF-8 on the command line or in the environment
+            raise SettingsError(_bad(name, value, source, "not valid UTF-8 text"))
         if value_type(name) is float and not _finite_text(value):
             raise SettingsError(_bad(name, value, source, "input should be a finite number"))
     if isinstance(value, bool) and value_type(name) is not bool:  # TOML true is not the number 1
@@ -364,8 +367,10 @@ def read_config(path: Path) -> dict[str, Any]:
         raise SettingsError(f"config file not found: {path}") from None
     except IsADirectoryError:
         raise SettingsError(f"config file {path} is a folder") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"cannot read config file {path}: {exc}") from None
+    except RecursionError:
+        raise SettingsError(f"cannot read config file {path}: nested too deeply") from None
+    except (OSError, ValueError, MemoryError) as exc:  # TOMLDecodeError, bad UTF-8, a number past int()'s digit limit
+        raise SettingsError(f"cannot read config file {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     if isinstance(data.get("crag"), dict):
         data = {**{k: v for k, v in data.items() if k != "crag"}, **data["crag"]}
     source = f"config file {path}"
@@ -438,44 +443,78 @@ def load_settings(
         raise SettingsError(f"settings do not work together: {_problem(exc)}") from None
 
 
-def write_config(path: Path, values: Mapping[str, Any], inputs: tuple[Path, ...] = ()) -> None:
-    """Set ``values`` in the TOML config at ``path``, keeping its other keys.
+def check_config_file(path: Path) -> None:
+    """Raise :class:`SettingsError` unless the existing file ``path`` is a crag config that crag may update.
 
-    An existing file is updated only when it is a crag config (TOML whose keys
-    are all settings); the new file is written beside it and renamed into place.
-    Written as flat ``key = value`` lines (only the scalar types Settings uses).
+    That is TOML whose keys are all settings (flat, or in a ``[crag]`` table)
+    and that sets at least one: a file of comments only, an empty file, a
+    script or another program's TOML is not one.
+    """
+    try:
+        current = read_config(path)
+    except SettingsError as exc:
+        raise SettingsError(f"{path} is not a crag config file, so it is left alone ({exc})") from None
+    if not current:
+        raise SettingsError(
+            f"{path} holds no crag setting, so it is left alone: crag updates only a config file it wrote "
+            "or one with a [crag] table (give a new file name)"
+        )
+
+
+CONFIG_HEADER = "# crag settings: flags > CRAG_* variables > this file > defaults (written by crag calibrate --write)"
+
+
+def write_config(path: Path, values: Mapping[str, Any], inputs: tuple[Path, ...] = ()) -> None:
+    """Set ``values`` in the TOML config at ``path``, keeping everything else in it (comments too).
+
+    A new file gets a header comment and a ``[crag]`` table. An existing file is
+    updated only when it is a crag config: TOML whose keys are all settings and
+    that holds at least one of them (flat, as earlier crag versions wrote, or in
+    a ``[crag]`` table, where the values then go). Any other file (a script, a
+    file of comments only, another program's TOML) is left alone. The result is
+    written beside ``path`` and renamed into place; a value of ``None`` removes
+    the key.
 
     Raises
     ------
     SettingsError
         When ``path`` is one of ``inputs``, a folder, or a file that is not a crag config.
     """
+    import tomlkit
+
     from .files import refuse_input, write_text_atomic
 
     path = Path(path)
     refuse_input(path, inputs)
-    current: dict[str, Any] = {}
     if path.exists():
+        check_config_file(path)
         try:
-            current = read_config(path)
-        except SettingsError as exc:
+            doc = tomlkit.parse(Path(path).read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError, RecursionError) as exc:  # tomlkit's ParseError is a ValueError
             raise SettingsError(f"{path} is not a crag config file, so it is left alone ({exc})") from None
-    current.update(values)
-    lines = []
-    for key in sorted(current):
-        value = current[key]
+        table = doc["crag"] if isinstance(doc.get("crag"), dict) else doc
+    else:
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(CONFIG_HEADER[2:]))
+        table = tomlkit.table()
+        doc.add("crag", table)
+    for name, value in values.items():
+        keys = [k for k in list(table.keys()) if k.replace("-", "_") == name] or [name]
+        for extra in keys[1:]:
+            del table[extra]
         if value is None:
-            continue
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, (int, float)):
-            text = repr(value)
+            table.pop(keys[0], None)
         else:
-            text = '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-        lines.append(f"{key} = {text}")
+            table[keys[0]] = str(value) if isinstance(value, Path) else value
     if not path.parent.is_dir():
         raise SettingsError(f"cannot write {path}: no such folder {path.parent}")
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    text = tomlkit.dumps(doc)
+    read_back = tomllib.loads(text)  # what the next run reads must be what was meant
+    merged = {**{k: v for k, v in read_back.items() if k != "crag"}, **read_back.get("crag", {})}
+    merged = {k.replace("-", "_"): v for k, v in merged.items()}
+    if any(merged.get(k) != (str(v) if isinstance(v, Path) else v) for k, v in values.items() if v is not None):
+        raise SettingsError(f"cannot update {path}: its layout hides the new values (a key set twice?); left alone")
+    write_text_atomic(path, text)
 
 __all__ = [
     "Settings",
@@ -483,6 +522,7 @@ __all__ = [
     "load_settings",
     "read_config",
     "write_config",
+    "check_config_file",
     "coerce",
     "field_names",
     "names_in",

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import __version__
+from . import __version__, jsonl
 from .calibrate import Item, action_accuracy, calibrate, choose_action_thresholds
 from .errors import CragError
 from .evaltest import auc
@@ -126,9 +126,9 @@ def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                yield f"line {lineno}: not a JSON object ({exc})"
+                obj = jsonl.parse(raw, first=lineno == 1)
+            except jsonl.BadLine as exc:
+                yield f"line {lineno}: {exc}"
                 continue
             if not isinstance(obj, dict):
                 yield f"line {lineno}: not a JSON object"

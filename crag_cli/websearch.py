@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urljoin, urlsplit
 
-from . import __version__
+from . import __version__, jsonl
 from .corpus import html_main_text, paragraphs
-from .errors import CragError
+from .errors import CragError, one_line
 from .evaluator import Evaluator
 from .generator import Generator
 from .refine import KnowledgeSource, refine
@@ -200,7 +200,11 @@ def check_url(url: str, allow_private: bool, trusted_hosts: Sequence[str] = ()) 
     check resolves the name itself; a DNS answer that changes between the check
     and the connection is not covered.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in 0-65535
+    except (ValueError, TypeError) as exc:  # "http://[::1" and the like
+        return f"malformed URL ({exc})"
     if parts.scheme not in ("http", "https"):
         return f"refused: scheme {parts.scheme or '(none)'!r} is not http(s)"
     if not parts.hostname:
@@ -208,7 +212,7 @@ def check_url(url: str, allow_private: bool, trusted_hosts: Sequence[str] = ()) 
     if allow_private or parts.hostname in trusted_hosts:
         return None
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        infos = socket.getaddrinfo(parts.hostname, port or (443 if parts.scheme == "https" else 80))
     except (socket.gaierror, UnicodeError) as exc:
         return f"cannot resolve {parts.hostname}: {exc}"
     for info in infos:
@@ -255,7 +259,7 @@ class SearxngBackend:
             raise SearchError(f"SearxNG answered HTTP {resp.status_code}" + (
                 " (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else ""))
         try:
-            data = resp.json()
+            data = jsonl.parse(resp.content, first=True)  # a hostile answer: deep nesting, huge numbers, surrogates
             rows = data["results"]
         except (ValueError, KeyError, TypeError):
             raise SearchError("SearxNG answer is not its JSON results format") from None
@@ -317,7 +321,10 @@ def wikipedia_first(results: Sequence[SearchResult]) -> list[SearchResult]:
     """Stable reordering: results on a ``*.wikipedia.org`` host first."""
 
     def is_wiki(r: SearchResult) -> bool:
-        host = urlsplit(r.url).hostname or ""
+        try:
+            host = urlsplit(r.url).hostname or ""
+        except ValueError:  # a malformed URL: its fetch reports it
+            return False
         return host == "wikipedia.org" or host.endswith(".wikipedia.org")
 
     return sorted(results, key=lambda r: not is_wiki(r))
@@ -423,8 +430,8 @@ class Fetcher:
                     return Page(url, resp.status_code, None, ctype, text, truncated)
             except httpx.TimeoutException:
                 return Page(url, error=f"timed out after {self.timeout:g} s")
-            except httpx.HTTPError as exc:
-                return Page(url, error=f"{type(exc).__name__}: {exc}")
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError, UnicodeError) as exc:  # a bad URL or redirect
+                return Page(url, error=f"{type(exc).__name__}: {one_line(exc)}")
         return Page(url, error=f"more than {MAX_REDIRECTS} redirects")
 
 

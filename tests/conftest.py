@@ -32,14 +32,16 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 32, n_ff: int = 64, chat_template: str | None = None) -> Path:
-    """A ~100 KB llama-architecture GGUF: byte-level vocabulary (256 bytes + end token), one layer, random weights."""
+def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 32, n_ff: int = 64, chat_template: str | None = None,
+                    controls: tuple[str, ...] = ()) -> Path:  # fmt: skip
+    """A ~100 KB llama-architecture GGUF: byte-level vocabulary (256 bytes, ``controls``, an end token), one
+    layer, random weights."""
     import gguf
 
     rng = np.random.default_rng(seed)
     table = _bytes_to_unicode()
     # 256 byte tokens, one merged token (llama.cpp insists on a non-empty merge list) and an end token
-    tokens = [table[b] for b in range(256)] + [table[32] * 2, "<|end|>"]
+    tokens = [table[b] for b in range(256)] + [table[32] * 2, *controls, "<|end|>"]
     n_vocab = len(tokens)
     eos = n_vocab - 1
     w = gguf.GGUFWriter(str(path), "llama")
@@ -56,7 +58,7 @@ def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 32, n_ff: int = 64,
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
-    w.add_token_types([gguf.TokenType.NORMAL] * 257 + [gguf.TokenType.CONTROL])
+    w.add_token_types([gguf.TokenType.NORMAL] * 257 + [gguf.TokenType.CONTROL] * (len(controls) + 1))
     w.add_token_merges([f"{table[32]} {table[32]}"])
     w.add_bos_token_id(eos)
     w.add_eos_token_id(eos)

@@ -56,8 +56,8 @@ class Handler(BaseHTTPRequestHandler):
             query = q.get("q", [""])[0]
             self.server.queries.append(query)
             paths = self.server.result_paths
-            results = [{"url": base + p, "title": p.rsplit("/", 1)[-1], "content": f"snippet for {p} about {query}"}
-                       for p in paths]
+            results = [{"url": p if "://" in p else base + p, "title": p.rsplit("/", 1)[-1],
+                        "content": f"snippet for {p} about {query}"} for p in paths]  # fmt: skip
             return self._send(200, "application/json", json.dumps({"query": query, "results": results}).encode())
         if parts.path == "/slow":
             time.sleep(3)

@@ -1,0 +1,110 @@
+"""The one reader of JSON text from outside: every JSON line crag reads goes through :func:`parse`.
+
+A line of JSON can fail in more ways than :class:`json.JSONDecodeError`: an
+integer of thousands of digits (``ValueError``), nesting deeper than Python's
+recursion limit (``RecursionError``), bytes that are not UTF-8, or a string
+holding a lone UTF-16 surrogate (``"\\ud800"``) that decodes but cannot be
+written, tokenized or printed later. :func:`parse` turns each into one
+:class:`BadLine` with a short reason, so that a caller reports the line (an
+error record, a skipped line, one ``crag: error:`` line) and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class BadLine(ValueError):
+    """A line that is not usable JSON; ``str()`` is the reason, fit for an error record."""
+
+
+def decode(raw: bytes | str, first: bool = False) -> str:
+    """``raw`` as text: UTF-8 (with a byte-order mark allowed on a file's first line).
+
+    Raises
+    ------
+    BadLine
+        When the bytes are not UTF-8, or the text holds a lone surrogate.
+    """
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("utf-8-sig" if first else "utf-8")
+        except UnicodeDecodeError:
+            raise BadLine("line is not UTF-8") from None
+    if has_surrogate(raw):
+        raise BadLine("line is not valid Unicode (a lone surrogate)")
+    return raw
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a UTF-16 surrogate code point (U+D800-U+DFFF), which UTF-8 cannot encode.
+
+    Examples
+    --------
+    >>> has_surrogate("caf\\u00e9"), has_surrogate("a \\ud800 b")
+    (False, True)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def parse(raw: bytes | str, first: bool = False) -> Any:
+    """Decode one JSON value from a line of bytes or text.
+
+    Parameters
+    ----------
+    raw : bytes or str
+        The line (its end of line may be included).
+    first : bool
+        Whether it is a file's first line (a UTF-8 byte-order mark is then allowed).
+
+    Returns
+    -------
+    Any
+        The value; every string in it (keys included) is valid Unicode.
+
+    Raises
+    ------
+    BadLine
+        With the reason: not UTF-8, malformed JSON (with the column), a number
+        too long to read, nesting too deep, a lone surrogate escape, or a line
+        too large to hold in memory.
+    """
+    text = decode(raw, first)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadLine(f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise BadLine("malformed JSON: nested too deeply") from None
+    except MemoryError:
+        raise BadLine("line too large to read") from None
+    except ValueError as exc:  # an integer past Python's digit limit for int() (4,300 digits)
+        raise BadLine(f"malformed JSON: a number too long to read ({str(exc).split(':')[0]})") from None
+    if not valid_unicode(value):
+        raise BadLine("line holds an invalid Unicode escape (a lone surrogate such as \\ud800)")
+    return value
+
+
+def valid_unicode(value: Any) -> bool:
+    """Whether every string in a decoded JSON value (keys included) can be encoded as UTF-8.
+
+    Walks the value without recursion, so any nesting depth that :func:`json.loads`
+    accepted is checked.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if has_surrogate(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
