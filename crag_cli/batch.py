@@ -278,7 +278,10 @@ class BatchOutput:
             return False
         if files.digest(self.partial) != (run.get("output_size"), run.get("output_sha256")):
             return False
-        os.replace(self.partial, self.path)
+        try:
+            os.replace(self.partial, self.path)
+        except OSError as exc:
+            raise CragError(f"cannot finish renaming {self.partial} to {self.path.name}: {exc.strerror or exc}") from None
         return True
 
     def _check_files(self) -> None:

@@ -274,9 +274,7 @@ def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> E
         return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
     if kind == "minilm-cosine":
         return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
-    t5 = T5Evaluator(path, batch_size=batch_size, max_length=max_length)
-    t5.check()
-    return t5
+    return T5Evaluator(path, batch_size=batch_size, max_length=max_length)  # checked when it loads (rag mode never does)
 
 
 def parse_spec(spec: str) -> tuple[str, Path | None]:

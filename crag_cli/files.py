@@ -237,14 +237,22 @@ class Lock:
         self.what = what
         self.took_over: str | None = None  # the previous owner, when a killed run had left its lock
         self._fd: int | None = None
+        self._writable = True
 
     def acquire(self) -> "Lock":
         """Take the lock or raise :class:`CragError` naming the run that holds it (never waits)."""
         import fcntl
 
         while True:
+            self._writable = True
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, default_mode())
+            except PermissionError:  # another user's killed run left its lock file: flock works read-only too
+                self._writable = False
+                try:
+                    fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except OSError as exc:
+                    raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
             except OSError as exc:
                 raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
             try:
@@ -252,6 +260,8 @@ class Lock:
             except BlockingIOError:
                 owner = _read_owner(fd)
                 os.close(fd)
+                if owner.startswith(f"pid {os.getpid()} "):
+                    raise CragError(f"{self.target} is named twice in this command: give each output its own name") from None
                 raise CragError(
                     f"{self.target} is being written by another crag run ({owner or 'pid unknown'}): "
                     "wait for it to finish, or stop it"
@@ -269,9 +279,10 @@ class Lock:
         previous = _read_owner(fd)
         if previous and not previous.startswith(f"pid {os.getpid()} "):
             self.took_over = previous
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} {' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]}\n"
-                  .encode("utf-8", "replace"), 0)  # fmt: skip
+        if self._writable:
+            command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} {command}\n".encode("utf-8", "replace"), 0)
         self._fd = fd
         return self
 

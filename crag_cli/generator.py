@@ -283,19 +283,28 @@ class LlamaGenerator:
     def _tokens(self, messages: list[dict]) -> tuple[list[int], object]:
         """The prompt's token ids: the chat template's own text may hold control tokens, the messages never.
 
-        The template is rendered with a placeholder for each message's content;
-        the template's pieces are tokenized with special tokens parsed, each
-        content as plain text, so a document or web page that contains
-        ``<|im_start|>system`` adds the characters, not the control token
-        (:func:`split_rendered`).
+        With a byte-level BPE vocabulary (Qwen, SmolLM, Llama 3) the template is
+        rendered with a placeholder for each message's content, the template's
+        pieces are tokenized with control tokens parsed and each content as
+        plain text (:func:`split_rendered`): a document or web page holding
+        ``<|im_start|>system`` adds those characters, not the control token.
+        For ordinary text the ids equal those of the whole prompt tokenized at
+        once. Where pieces cannot be tokenized apart without changing the ids
+        (a SentencePiece vocabulary adds a space before every piece; a template
+        that changes a content, such as ``| trim``), the whole prompt is
+        tokenized at once with every special token's text inside the contents
+        broken up first (:meth:`_defuse`).
         """
         self.load()
-        response = self._formatter(messages=[dict(m, content=mark) for m, mark in zip(messages, _marks(messages))])
-        pieces = split_rendered(response.prompt, [m["content"] for m in messages], _marks(messages))
-        if pieces is None:  # a template that does not show each content once, as given: render it whole, with
-            # anything in the contents that reads as a control token broken up first
-            safe = [dict(m, content=self._defuse(m["content"])) for m in messages]
-            response = self._formatter(messages=safe)
+        response = self._formatter(messages=messages)
+        pieces = None
+        if self._llm._model.vocab_type() == _VOCAB_BPE:
+            marked = self._formatter(messages=[dict(m, content=k) for m, k in zip(messages, _marks(messages))])
+            pieces = split_rendered(marked.prompt, [m["content"] for m in messages], _marks(messages))
+            if pieces is not None and "".join(text for text, _ in pieces) != response.prompt:
+                pieces = None  # the template changed a content
+        if pieces is None:
+            response = self._formatter(messages=[dict(m, content=self._defuse(m["content"])) for m in messages])
             pieces = [(response.prompt, True)]
         tokens: list[int] = []
         for i, (text, trusted) in enumerate(pieces):
@@ -305,23 +314,19 @@ class LlamaGenerator:
         return tokens, response
 
     def _defuse(self, text: str) -> str:
-        """``text`` with every control token's text broken by a zero-width space (so it stays readable)."""
-        for token in self._control_texts():
+        """``text`` with every special token's text broken by a zero-width space (it stays readable)."""
+        for token in self._special_texts():
             if token in text:
                 text = text.replace(token, token[:1] + "\u200b" + token[1:])
         return text
 
-    def _control_texts(self) -> list[str]:
-        if getattr(self, "_controls", None) is None:
+    def _special_texts(self) -> list[str]:
+        """The texts of the vocabulary's control and user-defined tokens, longest first."""
+        if getattr(self, "_specials", None) is None:
             model = self._llm._model
-            found = []
-            for tid in range(model.n_vocab()):
-                if model.token_get_attr(tid) & 1 << 3:  # LLAMA_TOKEN_ATTR_CONTROL (1 << 3)
-                    text = model.token_get_text(tid)
-                    if len(text) > 1:
-                        found.append(text)
-            self._controls = sorted(found, key=len, reverse=True)
-        return self._controls
+            found = {model.token_get_text(t) for t in range(model.n_vocab()) if model.token_get_attr(t) & _SPECIAL_ATTRS}
+            self._specials = sorted((t for t in found if len(t) > 1), key=len, reverse=True)
+        return self._specials
 
     def count_tokens(self, messages: list[dict]) -> int:
         return len(self._tokens(messages)[0])
@@ -355,6 +360,10 @@ class LlamaGenerator:
         return Generation("".join(pieces), len(tokens), steps[0])
 
 
+_VOCAB_BPE = 2  # llama.cpp's LLAMA_VOCAB_TYPE_BPE
+_SPECIAL_ATTRS = (1 << 3) | (1 << 4)  # LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED
+
+
 def _marks(messages: list[dict]) -> list[str]:
     """One placeholder per message, text no real content contains."""
     return [f"\x00crag-content-{i}\x00" for i in range(len(messages))]
@@ -381,7 +390,7 @@ def split_rendered(prompt: str, contents: list[str], marks: list[str]) -> list[t
 
     Examples
     --------
-    >>> split_rendered("<s>A\x00m0\x00</s>", ["hi"], ["\x00m0\x00"])
+    >>> split_rendered("<s>A[M0]</s>", ["hi"], ["[M0]"])
     [('<s>A', True), ('hi', False), ('</s>', True)]
     """
     pieces: list[tuple[str, bool]] = []
