@@ -228,7 +228,7 @@ def _input_file(path: Path) -> None:
 @setting_options("index")
 def index(
     ctx: typer.Context,
-    docs: Annotated[Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm and .jsonl documents.")],
+    docs: Annotated[Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm, .jsonl, .pdf and .docx documents.")],
     settings: Settings,
     passage_words: Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")] = 100,
     force: Annotated[
@@ -513,13 +513,15 @@ def batch(
         out = BatchOutput(output, inputs, resume=resume, retry_errors=retry_errors, overwrite=overwrite)
         ctx.call_on_close(out.unlock)  # however the command ends
         try:
-            for note in out.check():
-                err.print(f"crag: note: {note}", markup=False)
             inside = Path(os.path.abspath(output))
             if Path(os.path.abspath(settings.index)) in inside.parents:
                 raise CragError(f"the output {output} is inside the index {settings.index}: crag never writes there")
+            for note in out.check():
+                err.print(f"crag: note: {note}", markup=False)
         except CragError as exc:
             fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}")
     lines = list(read_questions(input))
     if limit is not None:
         lines = lines[:limit]

@@ -2,8 +2,11 @@
 
 Supported files: ``.txt``, ``.md``, ``.html``/``.htm`` (main text through
 readability-lxml), ``.jsonl`` (one document per line with ``id``, ``title``,
-``text``). Every other file, every unreadable or non-UTF-8 file and every bad
-JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped silently.
+``text``), ``.pdf`` (the text layer, page by page) and ``.docx`` (see
+:mod:`crag_cli.documents`). Every other file, every unreadable or non-UTF-8
+file (a scanned, encrypted or corrupt PDF, a ``.docx`` that is not one) and
+every bad JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped
+silently.
 """
 
 from __future__ import annotations
@@ -12,25 +15,30 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from . import jsonl
+from .errors import one_line
 from .files import LOCK_TAG
 
 TEXT_SUFFIXES = {".txt", ".md"}
 HTML_SUFFIXES = {".html", ".htm"}
 JSONL_SUFFIXES = {".jsonl"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES
+PDF_SUFFIXES = {".pdf"}
+DOCX_SUFFIXES = {".docx"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
+SUPPORTED_TEXT = " ".join(sorted(SUPPORTED_SUFFIXES))  # for messages and --help
 
 
 @dataclass(frozen=True)
 class Document:
-    """One source document."""
+    """One source document; a paged one (a PDF) says at which offsets of ``text`` its pages 2, 3, ... start."""
 
     id: str
     title: str
     text: str
     source: str
+    page_breaks: tuple[int, ...] | None = None  # None: not a paged document
 
 
 @dataclass(frozen=True)
@@ -42,13 +50,25 @@ class Passage:
     title: str
     text: str
     source: str = ""
+    page: str = ""  # the page ("4") or pages ("4-5") of a paged document it comes from
+
+    @property
+    def cite(self) -> str:
+        """How knowledge names where it came from: ``report.pdf p. 4`` (``pp. 4-5``), else the passage id."""
+        if not self.page:
+            return self.id
+        return f"{self.source or self.doc_id} {'pp.' if '-' in self.page else 'p.'} {self.page}"
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text, "source": self.source}
+        out = {"id": self.id, "doc_id": self.doc_id, "title": self.title, "text": self.text, "source": self.source}
+        if self.page:
+            out["page"] = self.page
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "Passage":
-        return cls(d["id"], d.get("doc_id", d["id"]), d.get("title", ""), d["text"], d.get("source", ""))
+        return cls(d["id"], d.get("doc_id", d["id"]), d.get("title", ""), d["text"], d.get("source", ""),
+                   str(d.get("page") or ""))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -203,6 +223,8 @@ def split_passages(doc: Document, max_words: int = 100) -> list[Passage]:
     collapsed, without splitting it into sentences first (the same result,
     faster: most documents of a large collection are short).
     """
+    if doc.page_breaks is not None:
+        return _split_paged(doc, max_words)
     words = doc.text.split()
     if len(words) <= max_words:
         chunks = [" ".join(words)] if words else []
@@ -212,6 +234,27 @@ def split_passages(doc: Document, max_words: int = 100) -> list[Passage]:
         Passage(id=f"{doc.id}#{i}", doc_id=doc.id, title=doc.title, text=chunk, source=doc.source)
         for i, chunk in enumerate(chunks)
     ]
+
+
+def _split_paged(doc: Document, max_words: int) -> list[Passage]:
+    """:func:`split_passages` of a paged document: sentences are taken page by page, and a passage
+    names the page, or the first and last page, its words come from."""
+    starts = (0, *doc.page_breaks)
+    ends = (*doc.page_breaks, len(doc.text))
+    sentences, pages = [], []  # each sentence, and the page of each of its words
+    for number, (a, b) in enumerate(zip(starts, ends), 1):
+        for sentence in split_sentences(doc.text[a:b]):
+            sentences.append(sentence)
+            pages += [number] * len(sentence.split())
+    out, at = [], 0
+    for i, chunk in enumerate(chunk_sentences(sentences, max_words)):
+        n = len(chunk.split())  # every word is in exactly one chunk, in order
+        first, last = pages[at], pages[at + n - 1]
+        at += n
+        page = str(first) if first == last else f"{first}-{last}"
+        out.append(Passage(id=f"{doc.id}#{i}", doc_id=doc.id, title=doc.title, text=chunk, source=doc.source,
+                           page=page))  # fmt: skip
+    return out
 
 
 # --------------------------------------------------------------------------- HTML
@@ -261,7 +304,28 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
             if line.startswith("#"):
                 title = line.lstrip("#").strip() or title
                 break
+    else:
+        title = text_title(text) or title
     return [Document(id=rel, title=title, text=text, source=rel)]
+
+
+def text_title(text: str, max_words: int = 20) -> str | None:
+    """A plain text's first line when it reads as a title: at most ``max_words`` words, more text after
+    it, and no full stop (or other sentence end) at its end.
+
+    Examples
+    --------
+    >>> text_title("First Genome of a Bovine Coronavirus\\n\\nThe virus ...")
+    'First Genome of a Bovine Coronavirus'
+    >>> text_title("The virus was sequenced in 2017.\\nIt has 31 kb.") is None
+    True
+    """
+    lines = text.lstrip("\ufeff").split("\n")
+    first = " ".join(lines[0].split())
+    rest = "\n".join(lines[1:]).strip()
+    if not first or not rest or len(first.split()) > max_words or first.endswith((".", "!", "?", ",", ";", ":")):
+        return None
+    return first
 
 
 def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
@@ -386,7 +450,9 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     return report
 
 
-def read_file(path: Path, rel: str) -> tuple[list[Document], list[tuple[str, str]], int | None]:
+def read_file(
+    path: Path, rel: str, on_page: Callable[[int, int], None] | None = None
+) -> tuple[list[Document], list[tuple[str, str]], int | None]:
     """Read and parse one supported file.
 
     Parameters
@@ -394,6 +460,8 @@ def read_file(path: Path, rel: str) -> tuple[list[Document], list[tuple[str, str
     path : Path
     rel : str
         Its name as reported (relative to the folder read).
+    on_page : callable, optional
+        ``on_page(done, total)`` while a long PDF is read.
 
     Returns
     -------
@@ -403,26 +471,35 @@ def read_file(path: Path, rel: str) -> tuple[list[Document], list[tuple[str, str
         or parsed).
     """
     skipped: list[tuple[str, str]] = []
+    suffix = path.suffix.lower()
     try:
-        data = path.read_bytes()
+        data = b"" if suffix in PDF_SUFFIXES | DOCX_SUFFIXES else path.read_bytes()  # those are read by their library
+        size = os.stat(path).st_size
     except OSError as exc:
         return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
     try:
-        if path.suffix.lower() in JSONL_SUFFIXES:
+        if suffix in JSONL_SUFFIXES:
             docs = _read_jsonl(rel, data, skipped)
+        elif suffix in PDF_SUFFIXES | DOCX_SUFFIXES:
+            from .documents import Unreadable, read_docx, read_pdf
+
+            try:
+                docs = read_pdf(path, rel, on_page) if suffix in PDF_SUFFIXES else read_docx(path, rel)
+            except Unreadable as exc:
+                return [], [(rel, str(exc))], None
         else:
             docs = _read_text_file(path, rel, data)
     except UnicodeDecodeError:
         return [], [(rel, "not UTF-8")], None
     except Exception as exc:  # a parser failing on one file must not stop the folder
-        return [], [(rel, f"unparsable ({type(exc).__name__}: {exc})")], None
+        return [], [(rel, f"unparsable ({type(exc).__name__}: {one_line(exc)})")], None
     kept = []
     for doc in docs:
         if doc.text.strip():
             kept.append(doc)
         else:
             skipped.append((doc.source, "no text"))
-    return kept, skipped, len(data)
+    return kept, skipped, size
 
 
 def read_folder(folder: Path, progress=None, include_hidden: bool = False) -> CorpusReport:

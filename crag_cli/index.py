@@ -36,7 +36,7 @@ from typing import Callable, Iterator, Protocol, Sequence, overload
 from . import files, jsonl
 from .bm25 import FILES as TERM_FILES
 from .bm25 import BM25Params, TermMatrix, count_terms
-from .corpus import Passage, list_files, read_file, split_passages
+from .corpus import SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
 from .errors import CragError, one_line
 
 FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
@@ -263,8 +263,14 @@ def check_index_target(docs: Path, index_dir: Path) -> None:
 def read_manifest(index_dir: Path) -> dict:
     """Read and check ``manifest.json``; raise :class:`IndexUnusableError` with a clear message."""
     path = Path(index_dir) / MANIFEST
-    if not Path(index_dir).is_dir() and not (recover_index(index_dir) and Path(index_dir).is_dir()):
-        raise IndexUnusableError(f"no index at {index_dir} (build one with: crag index DOCS --index {index_dir})")
+    if not Path(index_dir).is_dir():
+        try:
+            with files.Lock(index_dir, "index"):  # not while a build (or another reader) recovers it
+                recover_index(index_dir)
+        except CragError:
+            pass
+        if not Path(index_dir).is_dir():
+            raise IndexUnusableError(f"no index at {index_dir} (build one with: crag index DOCS --index {index_dir})")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -426,11 +432,13 @@ def recover_index(index_dir: Path) -> str | None:
     for old in (p for p in stale if p.name.endswith("-old") and is_crag_index(p)):
         pid = old.name[: -len("-old")]
         new = [p for p in stale if p != old and p.name.startswith(pid + "-") and is_crag_index(p)]
+        try:
+            os.replace(new[0] if new else old, index_dir)
+        except OSError:  # (a reader without write access to the folder): left for crag index
+            return None
         if new:
-            os.replace(new[0], index_dir)
             files.remove(old)
             return "finished an interrupted rebuild"
-        os.replace(old, index_dir)
         return "rolled back an interrupted rebuild to the previous index"
     return None
 
@@ -480,7 +488,11 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
             src_skipped = [tuple(x) for x in prev.get("skipped", [])]
             reused += 1
         else:
-            found, src_skipped, _ = read_file(path, src["path"])
+            def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
+                if progress is not None:
+                    progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
+
+            found, src_skipped, _ = read_file(path, src["path"], on_page)
             pieces.append([p for d in found for p in split_passages(d, passage_words)])
             src_docs = len(found)
             read += 1
@@ -493,7 +505,7 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
     if not total:
         raise IndexUnusableError(
             f"no documents to index in {docs} "
-            f"({len(skipped)} file(s) skipped; supported: .txt .md .html .htm .jsonl)"
+            f"({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
         )
 
     # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
@@ -671,7 +683,11 @@ class PassageStore(Sequence[Passage]):
             f.seek(0)
             for line in f:
                 if line.strip():
-                    yield Passage.from_dict(jsonl.parse(line))
+                    try:
+                        yield Passage.from_dict(jsonl.parse(line))
+                    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # BadLine among them
+                        raise IndexUnusableError(f"corrupt index: {self.path} cannot be read ({one_line(exc)}): "
+                                                 "re-run crag index --force") from None  # fmt: skip
 
     def close(self) -> None:
         if self._fd >= 0:

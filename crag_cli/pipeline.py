@@ -180,7 +180,7 @@ class Pipeline:
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
             if self.refine_knowledge and decide(scores, self.thresholds.upper, self.thresholds.lower) is not Action.INCORRECT:
-                sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)]
+                sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
         strips = [p for p in dict.fromkeys(strips) if p not in self._scorer.ahead]
         if strips:
@@ -213,8 +213,8 @@ class Pipeline:
         """
         kept = self._kept(result.hits, result.scores)
         if not self.refine_knowledge:
-            return [Strip(h.passage.text, h.passage.id, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
-        sources = [KnowledgeSource(h.passage.id, h.passage.title, h.passage.text) for h, _ in kept]
+            return [Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
+        sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in kept]
         with _Timer(result.timings, "refine"):
             return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
                           self.thresholds.filter)  # fmt: skip
@@ -318,7 +318,7 @@ class Pipeline:
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)
-            items += [KnowledgeItem(h.passage.text, h.passage.id, h.passage.title) for h in result.hits]
+            items += [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
             if mode == "rag+web":
                 result.external_knowledge = self._external(result)
                 items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]

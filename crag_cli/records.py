@@ -28,7 +28,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "thresholds": result.thresholds.to_dict() if result.thresholds else None,
         "scores": [
             {"id": h.passage.id, "title": h.passage.title, "bm25": round(h.score, 4),
-             "score": round(s, 4) if s is not None else None}
+             "score": round(s, 4) if s is not None else None, **({"source": h.passage.cite} if h.passage.page else {})}
             for h, s in zip(result.hits, list(result.scores) + [None] * (len(result.hits) - len(result.scores)))
         ],  # fmt: skip
         "internal_knowledge": (

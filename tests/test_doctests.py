@@ -1,0 +1,13 @@
+"""The examples in the pure helpers' docstrings are run, so that they stay true."""
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["crag_cli.documents", "crag_cli.corpus", "crag_cli.prompts", "crag_cli.jsonl",
+                                    "crag_cli.generator"])  # fmt: skip
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
