@@ -352,7 +352,8 @@ def evaluate(
     for hit, score in zip(result.hits, result.scores):
         mark = "+" if score >= th.upper else ("-" if score < th.lower else "?")
         snippet = hit.passage.text[:90] + ("..." if len(hit.passage.text) > 90 else "")
-        table.add_row(str(hit.rank), f"{hit.score:.2f}", f"{score:+.3f} {mark}", hit.passage.title[:30], snippet)
+        title = hit.passage.title[:30] + (f" (p. {hit.passage.page})" if hit.passage.page else "")
+        table.add_row(str(hit.rank), f"{hit.score:.2f}", f"{score:+.3f} {mark}", title, snippet)
     out.print(table)
     best = max(result.scores) if result.scores else None
     out.print(

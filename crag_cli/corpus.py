@@ -28,6 +28,9 @@ PDF_SUFFIXES = {".pdf"}
 DOCX_SUFFIXES = {".docx"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
 SUPPORTED_TEXT = " ".join(sorted(SUPPORTED_SUFFIXES))  # for messages and --help
+# Raised whenever a reader gives other text or titles for the same file, so that an index rebuilds every file.
+# 2: .txt titles from the first line; .pdf and .docx read.
+READERS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -310,8 +313,14 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
 
 
 def text_title(text: str, max_words: int = 20) -> str | None:
-    """A plain text's first line when it reads as a title: at most ``max_words`` words, more text after
-    it, and no full stop (or other sentence end) at its end.
+    """A plain text's first non-blank line when it reads as a title, else ``None``.
+
+    A title has at most ``max_words`` words, one of them a word of letters,
+    more text after it, and no sentence end (``.``, ``!``, ``?``,
+    ``,``, ``;``, ``:``) at its end; a line that looks like something else is
+    not one: an address (``://``, ``@``), a row of values (a tab, or a comma
+    with no space after it), a rule of ``=``/``-``/``*``, a ``#!`` or ``-*-``
+    line, or a ``Name: value`` header.
 
     Examples
     --------
@@ -319,11 +328,19 @@ def text_title(text: str, max_words: int = 20) -> str | None:
     'First Genome of a Bovine Coronavirus'
     >>> text_title("The virus was sequenced in 2017.\\nIt has 31 kb.") is None
     True
+    >>> [text_title(t) for t in ("id,name,value\\n1,a,2", "https://x.org/a b\\ntext", "From: ann@x.org\\nHi")]
+    [None, None, None]
     """
-    lines = text.lstrip("\ufeff").split("\n")
+    lines = text.lstrip("\ufeff").lstrip().split("\n")
     first = " ".join(lines[0].split())
     rest = "\n".join(lines[1:]).strip()
-    if not first or not rest or len(first.split()) > max_words or first.endswith((".", "!", "?", ",", ";", ":")):
+    words = first.split()
+    if not rest or not 1 <= len(words) <= max_words or first.endswith((".", "!", "?", ",", ";", ":")):
+        return None
+    if not any(re.search(r"[^\W\d_]{3,}", w) for w in words):  # no word of letters: "1", "2024-05-01"
+        return None
+    if ("://" in first or "@" in first or "\t" in lines[0] or re.search(r",\S", first) or re.search(r"[=*_~-]{3,}", first)
+            or first.startswith(("#!", "-*-")) or re.match(r"^[\w-]+: ", first)):  # fmt: skip
         return None
     return first
 
@@ -484,7 +501,7 @@ def read_file(
             from .documents import Unreadable, read_docx, read_pdf
 
             try:
-                docs = read_pdf(path, rel, on_page) if suffix in PDF_SUFFIXES else read_docx(path, rel)
+                docs = read_pdf(path, rel, on_page, skipped) if suffix in PDF_SUFFIXES else read_docx(path, rel)
             except Unreadable as exc:
                 return [], [(rel, str(exc))], None
         else:

@@ -29,7 +29,9 @@ class Unreadable(Exception):
 # --------------------------------------------------------------------------- PDF
 
 
-def read_pdf(path: Path, rel: str, on_page: Callable[[int, int], None] | None = None) -> list[Document]:
+def read_pdf(
+    path: Path, rel: str, on_page: Callable[[int, int], None] | None = None, skipped: list | None = None
+) -> list[Document]:
     """The text layer of a PDF as one document whose ``page_breaks`` say where each page starts.
 
     Parameters
@@ -39,30 +41,40 @@ def read_pdf(path: Path, rel: str, on_page: Callable[[int, int], None] | None = 
         The file's name as reported (the document's id and source).
     on_page : callable, optional
         Called as ``on_page(done, total)`` every 25 pages of a long PDF.
+    skipped : list, optional
+        Where a page that cannot be read is noted (``("report.pdf p. 3", "unreadable page")``);
+        the others are kept.
 
     Raises
     ------
     Unreadable
-        Encrypted (a password is needed), corrupt or truncated, or no text on any page (a scan).
+        Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan).
     """
     import pypdfium2 as pdfium
 
     try:
         pdf = pdfium.PdfDocument(str(path))
     except pdfium.PdfiumError as exc:
-        raise Unreadable(_pdfium_reason(exc)) from None
+        raise Unreadable(_open_failure(path, exc)) from None
     try:
         total = len(pdf)
         pages = []
         for i in range(total):
-            pages.append(_page_text(pdf, i))
+            try:
+                pages.append(_page_text(pdf, i))
+            except pdfium.PdfiumError:
+                pages.append("")
+                if skipped is not None:
+                    skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
             if on_page is not None and ((i + 1) % 25 == 0 or i + 1 == total) and total >= 50:
                 on_page(i + 1, total)
-        title = (pdf.get_metadata_dict().get("Title") or "").strip()
+        title = _title(pdf.get_metadata_dict().get("Title") or "")
     except pdfium.PdfiumError as exc:
-        raise Unreadable(_pdfium_reason(exc)) from None
+        raise Unreadable(f"unreadable PDF ({_first_words(exc)})") from None
     finally:
         pdf.close()
+    if not total:
+        raise Unreadable("a PDF with no pages")
     if not any(p.strip() for p in pages):
         raise Unreadable(f"no text layer in {total} page(s) (a scanned PDF? crag reads text, it does not OCR)")
     pages = drop_running_lines(pages)
@@ -82,11 +94,33 @@ def _page_text(pdf, i: int) -> str:
         page.close()
 
 
-def _pdfium_reason(exc: Exception) -> str:
-    message = str(exc)
-    if "password" in message.lower():
+def _open_failure(path: Path, exc: Exception) -> str:
+    """Why PDFium could not open a file. Encryption is read from the file itself (its trailer names an
+    ``/Encrypt`` dictionary): PDFium's error text can be left over from the file before."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - (1 << 20)))
+            encrypted = b"/Encrypt" in f.read()
+    except OSError:
+        encrypted = False
+    if encrypted and "password" in str(exc).lower():
         return "encrypted PDF (it needs a password)"
-    return f"unreadable PDF ({message.rstrip('.')})"
+    return f"unreadable PDF ({_first_words(exc)})"
+
+
+def _first_words(exc: Exception) -> str:
+    text = str(exc).rstrip(".")
+    return "not a PDF, or damaged" if not text or "Success" in text else text
+
+
+_JUNK_TITLE = re.compile(r"^(untitled\b.*|document\d*|presentation\d*|powerpoint presentation|slide \d+|"
+                         r".*\.(docx?|pptx?|pdf|tex|dvi|odt)|microsoft word - .*)$", re.IGNORECASE)  # fmt: skip
+
+
+def _title(title: str) -> str:
+    """A document's metadata title, or "" when it is a tool's placeholder ("Microsoft Word - Document1")."""
+    title = " ".join(title.split())
+    return "" if _JUNK_TITLE.match(title) or not re.search(r"[^\W\d_]", title) else title
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -107,14 +141,19 @@ def clean_page(text: str) -> str:
     return _CONTROL.sub(" ", text).strip()
 
 
-def drop_running_lines(pages: Sequence[str], edge: int = 2) -> list[str]:
-    """Remove running headers and footers: lines at the top or bottom of a page that recur on at least
-    half of the pages (and on at least 3).
+_PAGE_NUMBER = re.compile(r"^\W*((page|p\.|seite|pag\.?)\s*)?\d+(\s*(/|of|von|de)\s*\d+)?\W*$", re.IGNORECASE)
 
-    A page's top and bottom are its first and last ``edge`` lines (on a short
-    page, at most half of its lines each). A short line (up to 6 words) matches
-    with its numbers aside (``Page 3``, ``Vol. 2, p. 17``); a longer one must
-    recur as it is. A line that recurs inside the pages is kept.
+
+def drop_running_lines(pages: Sequence[str], edge: int = 2) -> list[str]:
+    """Remove running headers and footers: a line that stands at the same place from the top (or the
+    bottom) of at least half of the pages, and of at least 3.
+
+    The places are the first and last ``edge`` lines of a page (on a short
+    page, at most half of its lines each). A line must recur there as it is,
+    except a page number (``7``, ``- 7 -``, ``Page 7 of 12``) in a page's first
+    or last line, which matches with its numbers aside. A line that recurs
+    elsewhere, or in other places, is kept: a table's rows, numbered questions
+    and dates stay.
 
     Parameters
     ----------
@@ -133,26 +172,31 @@ def drop_running_lines(pages: Sequence[str], edge: int = 2) -> list[str]:
     >>> drop_running_lines(["Report\\nalpha one\\n1", "Report\\nbeta two\\n2", "Report\\ngamma three\\n3"])
     ['alpha one', 'beta two', 'gamma three']
     """
-    def key(line: str) -> str:
-        words = line.split()
-        text = " ".join(words).lower()
-        return re.sub(r"\d+", "#", text) if len(words) <= 6 else text
-
-    def edges(lines: list[str]) -> set[int]:
+    def places(lines: list[str]) -> list[tuple[int, str]]:
+        """(line index, place key) of a page's candidate lines; a place is "t0", "t1", "b0", "b1"."""
         k = min(edge, max(1, len(lines) // 2))
-        return set(range(min(k, len(lines)))) | set(range(max(0, len(lines) - k), len(lines)))
+        out = []
+        for j in range(min(k, len(lines))):
+            out += [(j, f"t{j}"), (len(lines) - 1 - j, f"b{j}")]
+        return out
 
-    split = [page.split("\n") for page in pages]
+    def key(line: str, place: str) -> str:
+        text = " ".join(line.split()).lower()
+        if place in ("t0", "b0") and _PAGE_NUMBER.match(text):
+            return "#page-number#"
+        return text
+
+    split = [[line for line in page.split("\n")] for page in pages]
     seen: Counter = Counter()
     for lines in split:
-        seen.update({key(lines[i]) for i in edges(lines) if lines[i].strip()})
+        seen.update({(place, key(lines[i], place)) for i, place in places(lines) if lines[i].strip()})
     need = max(3, (len(pages) + 1) // 2)
-    running = {k for k, c in seen.items() if c >= need}
+    running = {pk for pk, c in seen.items() if c >= need}
     if not running:
         return list(pages)
     out = []
     for lines in split:
-        drop = {i for i in edges(lines) if key(lines[i]) in running}
+        drop = {i for i, place in places(lines) if lines[i].strip() and (place, key(lines[i], place)) in running}
         out.append("\n".join(line for i, line in enumerate(lines) if i not in drop).strip())
     return out
 
@@ -180,41 +224,41 @@ def join_pages(pages: Sequence[str]) -> tuple[str, tuple[int, ...]]:
 def read_docx(path: Path, rel: str) -> list[Document]:
     """A Word file's paragraphs and tables in order, one document per section (a heading starts one).
 
-    A section's documents are titled ``TITLE › HEADING`` (the file's title: its
-    core properties' title, else its first Title-style paragraph, else the file
-    name); a table becomes one line per row, its cells joined by `` | `` and
-    the row ended by a full stop (rows stay apart when a passage joins lines).
+    The body is walked as Word stores it: paragraphs (inserted text of tracked
+    changes included, deleted text not), tables (a row per line, its cells
+    joined by `` | `` and ended by a full stop; a table inside a cell is read
+    in place) and content controls (the fields of forms and templates). A
+    section's documents are titled ``TITLE › HEADING`` (the file's title: its
+    core properties' title, else its first Title-style paragraph, else the
+    file name); a heading with no text under it joins the next one
+    (``Part 1 › Scope``).
 
     Raises
     ------
     Unreadable
-        When the file is not a Word document (not a zip, or no document part).
+        When the file is not a Word document (not a zip, or no document part), or holds no text.
     """
     import zipfile
 
     import docx
     from docx.opc.exceptions import PackageNotFoundError
-    from docx.table import Table
 
     try:
         document = docx.Document(str(path))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise Unreadable(f"not a Word (.docx) file ({type(exc).__name__})") from None
-    title = (document.core_properties.title or "").strip()
+    styles = {s.style_id: s.name or "" for s in document.styles}
+    title = _title(document.core_properties.title or "")
     sections: list[tuple[str, list[str]]] = [("", [])]
-    for block in document.iter_inner_content():
-        if isinstance(block, Table):
-            rows = [" | ".join(_unique_cells(row.cells)) for row in block.rows]
-            sections[-1][1].append("\n".join(_end(r) for r in rows if r.strip()))
-            continue
-        text = block.text.strip()
-        if not text:
-            continue
-        style = (block.style.name if block.style is not None else "") or ""
-        if style == "Title" and not title:
+    for kind, text, style in _blocks(document.element.body, styles):
+        if kind == "paragraph" and style == "Title" and not title:
             title = text
-        elif style.startswith("Heading"):
-            sections.append((text, []))
+        elif kind == "paragraph" and style.startswith("Heading"):
+            heading, body = sections[-1]
+            if heading and not body:  # an empty section: its heading leads the next one
+                sections[-1] = (f"{heading} › {text}", body)
+            else:
+                sections.append((text, []))
         else:
             sections[-1][1].append(text)
     title = title or Path(rel).stem
@@ -224,18 +268,57 @@ def read_docx(path: Path, rel: str) -> list[Document]:
         if body.strip():
             docs.append(Document(id=f"{rel}#s{n}" if n else rel, title=f"{title} › {heading}" if heading else title,
                                  text=body, source=rel))  # fmt: skip
+    if not docs:
+        raise Unreadable("no text")
     return docs
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _blocks(parent, styles: dict[str, str]):
+    """``(kind, text, style name)`` of the paragraphs and tables under ``parent``, in document order
+    (content controls opened); empty ones left out."""
+    for child in parent.iterchildren():
+        tag = child.tag
+        if tag == f"{_W}p":
+            text = _paragraph_text(child)
+            if text:
+                style_el = child.find(f"{_W}pPr/{_W}pStyle")
+                style = styles.get(style_el.get(f"{_W}val"), "") if style_el is not None else ""
+                yield "paragraph", text, style
+        elif tag == f"{_W}tbl":
+            rows = [_end(" | ".join(cells)) for cells in _rows(child) if any(cells)]
+            if rows:
+                yield "table", "\n".join(rows), ""
+        elif tag == f"{_W}sdt":
+            content = child.find(f"{_W}sdtContent")
+            if content is not None:
+                yield from _blocks(content, styles)
+
+
+def _paragraph_text(p) -> str:
+    """A paragraph's text: its runs' ``w:t`` (in insertions and fields too; deleted text is ``w:delText``)."""
+    pieces = []
+    for el in p.iter(f"{_W}t", f"{_W}tab", f"{_W}br"):
+        pieces.append(el.text or "" if el.tag == f"{_W}t" else " ")
+    return " ".join("".join(pieces).split())
+
+
+def _rows(table) -> list[list[str]]:
+    """Each row's cell texts; a cell's paragraphs and nested tables in order; a merged cell once."""
+    out = []
+    for tr in table.iterfind(f"{_W}tr"):
+        cells = []
+        for tc in tr.iterfind(f"{_W}tc"):
+            merge = tc.find(f"{_W}tcPr/{_W}vMerge")
+            if merge is not None and merge.get(f"{_W}val") in (None, "continue"):
+                cells.append("")  # the rows a vertically merged cell spans after its first
+                continue
+            cells.append(" ".join(text for _, text, _ in _blocks(tc, {}) if text))
+        out.append(cells)
+    return out
 
 
 def _end(row: str) -> str:
     return row if row.rstrip().endswith((".", "!", "?")) else row.rstrip() + "."
-
-
-def _unique_cells(cells) -> list[str]:
-    """A row's cell texts, a merged cell (python-docx repeats it) once."""
-    out, seen = [], set()
-    for cell in cells:
-        if id(cell._tc) not in seen:
-            seen.add(id(cell._tc))
-            out.append(" ".join(cell.text.split()))
-    return out

@@ -36,7 +36,7 @@ from typing import Callable, Iterator, Protocol, Sequence, overload
 from . import files, jsonl
 from .bm25 import FILES as TERM_FILES
 from .bm25 import BM25Params, TermMatrix, count_terms
-from .corpus import SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
+from .corpus import READERS_VERSION, SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
 from .errors import CragError, one_line
 
 FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
@@ -168,7 +168,8 @@ class BuildReport:
 
 def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
     """The settings an index was built with: an index with other settings is rebuilt."""
-    return {"format_version": FORMAT_VERSION, "passage_words": passage_words, "tokenizer": asdict(tok), "bm25": asdict(params)}
+    return {"format_version": FORMAT_VERSION, "readers": READERS_VERSION, "passage_words": passage_words,
+            "tokenizer": asdict(tok), "bm25": asdict(params)}  # fmt: skip
 
 
 def _content(sources: list[dict]) -> list[tuple]:
@@ -324,7 +325,8 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
         return None
     try:
         manifest = read_manifest(index_dir)
-        if manifest.get("passage_words") != passage_words or manifest.get("tokenizer") != asdict(tokenizer):
+        if (manifest.get("passage_words") != passage_words or manifest.get("tokenizer") != asdict(tokenizer)
+                or manifest.get("readers") != READERS_VERSION):  # fmt: skip
             return None
         sources = {s["path"]: s for s in manifest["sources"]}
         terms = TermMatrix.load(index_dir / BM25_DIR)

@@ -175,6 +175,57 @@ def test_running_lines_are_those_at_page_edges_on_most_pages():
     assert drop_running_lines(mixed) == mixed  # no line on half of the pages
 
 
+def test_table_rows_numbered_lines_and_dates_at_page_edges_stay():
+    pages = [f"Question {i}\nWhat is {w}?\n{1000 + 31 * i} 5 {i}\n2024-03-0{i}" for i, w in enumerate("abcd", 1)]
+    assert drop_running_lines(pages) == pages  # they differ from page to page: nothing recurs as it is
+    numbered = [f"Harbour Report\nbody {w}\nPage {i} of 4" for i, w in enumerate("abcd", 1)]
+    assert drop_running_lines(numbered) == [f"body {w}" for w in "abcd"]  # a page number matches, digits aside
+
+
+def test_a_damaged_page_is_named_and_the_others_kept_and_reasons_are_the_files_own(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_pdf(docs / "a-locked.pdf", ["Secret."], owner_password="o", user_password="secret")
+    three = make_pdf(tmp_path / "two.pdf", ["Quokkas live on Rottnest island.", "Seals rest on the breakwater."])
+    (docs / "b-claims-three.pdf").write_bytes(three.read_bytes().replace(b"/Count 2", b"/Count 3"))  # one page missing
+    import pypdfium2 as pdfium
+
+    empty = pdfium.PdfDocument.new()  # a PDF with no page at all
+    empty.save(str(docs / "c-no-pages.pdf"))
+    empty.close()
+    make_pdf(docs / "d-junk-title.pdf", ["Gulls nest on the pier."], title="Microsoft Word - Document1")
+    r = invoke("index", docs, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert "skipped a-locked.pdf: encrypted PDF (it needs a password)" in r.stderr
+    assert "skipped b-claims-three.pdf p. 3: unreadable page" in r.stderr
+    assert "skipped c-no-pages.pdf: unreadable PDF" in r.stderr  # not "encrypted", the error PDFium kept from a-locked.pdf
+    passages = {p.doc_id: p for p in BM25Index.load(tmp_path / "ix").passages}
+    assert "Seals rest on the breakwater." in passages["b-claims-three.pdf"].text  # its two good pages are kept
+    assert passages["d-junk-title.pdf"].title == "d-junk-title"  # a tool's placeholder is not a title
+
+
+def test_word_files_nested_tables_and_empty_files(tmp_path):
+    import docx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    d = docx.Document()
+    d.add_heading("Part 1", 1)
+    d.add_heading("Scope", 2)
+    d.add_paragraph("The scope is the harbour.")
+    outer = d.add_table(rows=1, cols=2)
+    outer.cell(0, 0).text = "Owner"
+    inner = outer.cell(0, 1).add_table(rows=1, cols=1)
+    inner.cell(0, 0).text = "nested vicuna"
+    d.save(str(docs / "nested.docx"))
+    docx.Document().save(str(docs / "empty.docx"))
+    r = invoke("index", docs, "--index", tmp_path / "ix")
+    assert r.exit_code == 0 and "skipped empty.docx: no text" in r.stderr, r.output
+    [passage] = BM25Index.load(tmp_path / "ix").passages
+    assert passage.title == "nested › Part 1 › Scope"  # an empty section's heading leads the next one
+    assert "nested vicuna" in passage.text and "Owner" in passage.text
+
+
 def test_page_text_and_page_ranges_of_passages():
     assert clean_page("man\x02agement\r\nnext\x00line ") == "management\nnext line"
     text, breaks = join_pages(["One two three.", "Four five.", "Six."])
@@ -192,7 +243,13 @@ def test_page_text_and_page_ranges_of_passages():
     ('The "assert" statement\n**********************\n\nAssert statements are ...', 'The "assert" statement'),
     ("The virus was sequenced in 2017.\nIt is 31 kb long.", None),  # a sentence, not a title
     ("Only one line, no body", None),
-    ("\n\nstarts blank\nthen text", None),
+    ("\n\nStarts after blank lines\nthen text", "Starts after blank lines"),
+    ("id,name,value\n1,a,2", None),  # a row of values
+    ("https://example.org/paper\nThe text", None),
+    ("From: ann@example.org\nHello", None),
+    ("#!/bin/sh\necho", None),
+    ("================\ntext", None),
+    ("1\n00:00:01 --> 00:00:02", None),  # a subtitle file's first cue
     (" ".join(["word"] * 25) + "\nbody", None),  # too long for a title
 ])  # fmt: skip
 def test_a_text_files_first_line_is_its_title_when_it_reads_as_one(text, title):
