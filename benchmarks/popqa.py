@@ -1,10 +1,13 @@
-"""PopQA benchmark: does correction beat plain RAG, and at what cost?
+"""Benchmark of a bench folder (PopQA, COVID-QA, any): does correction beat plain RAG, and at what cost?
 
     python benchmarks/popqa.py --data DIR [--questions FILE] [--limit N] [--sample N] [--modes rag,crag,...]
                                [--model NAME] [--evaluator SPEC] --out OUTDIR
 
-DIR holds ``corpus.jsonl``, ``web.jsonl`` and ``questions.dev.jsonl`` laid out as
-in ``../shared/bench/popqa``. The script builds the index (``OUTDIR/index``),
+DIR is laid out as ``../shared/bench/popqa`` or ``../shared/bench/covidqa``: a
+``docs/`` folder (indexed as a user would, ``crag index DIR/docs``: any file
+type ``crag index`` reads) or a ``corpus.jsonl``, a ``web.jsonl`` served as the
+web, and ``questions.dev.jsonl`` (``id``, ``question``, ``answers``; optional
+``answer_in_local`` / ``answer_in_web``). The script builds the index (``OUTDIR/index``),
 starts the web stand-in (``benchmarks/webstandin.py``) on ``web.jsonl``, and runs
 every mode as a real ``crag batch`` process on the same questions, index,
 generator and web (no web cache, so every mode pays for its searches):
@@ -25,8 +28,10 @@ redrawn without rerunning; one that stops part-way, say because the run was
 interrupted, is resumed with ``crag batch --resume``; any other is replaced with ``--overwrite``),
 ``OUTDIR/results.json``, ``OUTDIR/results.md`` and ``OUTDIR/results.png``.
 
-Metrics per mode: accuracy (a gold alias occurs in the answer as whole words,
-ignoring case; the substring figure of the paper beside it), reader efficiency
+Metrics per mode: accuracy, or "span found" (a gold alias or span occurs in the
+answer as whole words, ignoring case; the substring figure of the paper beside
+it), SQuAD token F1 and token recall of the answer against the gold (mean over
+questions; for long answer spans, where "found" is too strict), reader efficiency
 (among questions whose knowledge given to the generator holds a gold answer, the
 share answered; overall and per relation), the share of grounded answers, count
 per action, action accuracy (Correct right when the retrieved local passages
@@ -42,6 +47,9 @@ instead of ``DIR/questions.dev.jsonl``; ``--evaluator SPEC`` is the evaluator of
 the modes that evaluate (crag's default otherwise), for cross-fitting: each fold
 answered with the evaluator trained on the other folds, the folds' runs then
 joined by ``benchmarks/crossfit.py``.
+Below the main table: span found, F1, token recall and knowledge recall (the
+knowledge given to the generator still holds the gold span) per action and for
+local against web-only questions, and the slowest questions with their stages.
 Every mode other than plain RAG is paired with each plain-RAG mode run beside
 it (``rag``, ``rag-k3``, ``rag-k5``) on the same questions (``vs``: accuracy
 difference, 95% interval, exact McNemar p). The web-only questions
@@ -69,6 +77,7 @@ MODES = {
     "rag": ["--mode", "rag"],
     "rag-k3": ["--mode", "rag", "--top-k", "3"],
     "rag-k5": ["--mode", "rag", "--top-k", "5"],
+    "rag-k10": ["--mode", "rag", "--top-k", "10"],  # = rag (k = 10, crag's default), named for tables that show all k
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
     "crag-no-refine": ["--mode", "crag", "--no-refine", "WEB"],
@@ -81,7 +90,7 @@ EVALUATES = {"crag", "crag-no-refine", "crag-no-rewrite"}  # the modes whose --e
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402  (the one definition of "holds a gold answer")
+from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
 from crag_cli.train import in_sample as evaluator_in_sample  # noqa: E402
 
@@ -108,10 +117,15 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     relations: dict[str, list[int]] = {}  # relation -> [knowledge holds, of those answered]
     grounded = [r["grounded"] for r in records if r.get("grounded") is not None]
     web_only = [0, 0, 0]  # answer in the web, not in the local passages: questions, sent to the web, answered
+    groups: dict[str, dict[str, dict]] = {"action": {}, "place": {}}  # per action / local or web-only: sums
+    f1_sum = recall_sum = 0.0
     for r in records:
         gold = questions[r["id"]]["answers"]
         answer = r.get("answer") or ""
         answered = holds_answer(answer, gold)
+        f1, recall = token_scores(answer, gold)
+        f1_sum += f1
+        recall_sum += recall
         right_word += answered
         right_substring += holds_answer(answer, gold, whole_word=False)
         ext = r.get("external_knowledge") or {}
@@ -135,6 +149,15 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
             web_only[0] += 1
             web_only[1] += went_to_web
             web_only[2] += answered
+        place = "local" if q.get("answer_in_local") else ("web-only" if q.get("answer_in_web") else None)
+        for kind, key in (("action", r.get("action") or ("error" if r.get("error") else None)), ("place", place)):
+            if key:
+                g = groups[kind].setdefault(key, {"n": 0, "span": 0, "f1": 0.0, "recall": 0.0, "knowledge": 0})
+                g["n"] += 1
+                g["span"] += answered
+                g["f1"] += f1
+                g["recall"] += recall
+                g["knowledge"] += knowledge_hold
         action = r.get("action")
         if action:
             actions[action] = actions.get(action, 0) + 1
@@ -161,7 +184,21 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "web_strips_hold_answer": round(web_holds / web_used, 4) if web_used else None,
         "web_only": {"n": web_only[0], "to_web": web_only[1], "answered": web_only[2]},
         "errors": sum(bool(r.get("error")) for r in records),
+        "f1": round(f1_sum / n, 4) if n else None,
+        "token_recall": round(recall_sum / n, 4) if n else None,
+        "by_action": _means(groups["action"]),
+        "by_place": _means(groups["place"]),
+        "max_seconds": round(max(((r.get("timings") or {}).get("total", 0.0) for r in records), default=0.0), 2),
+        "slowest": [{"id": r["id"], "action": r.get("action"), **{k: round(v, 2) for k, v in (r.get("timings") or {}).items()}}
+                    for r in sorted(records, key=lambda r: -(r.get("timings") or {}).get("total", 0.0))[:5]],
     }
+
+
+def _means(groups: dict[str, dict]) -> dict[str, dict]:
+    """Per group: ``n`` and the shares (span found, knowledge holds it) and means (F1, token recall)."""
+    return {k: {"n": g["n"], "span": round(g["span"] / g["n"], 4), "f1": round(g["f1"] / g["n"], 4),
+                "recall": round(g["recall"] / g["n"], 4), "knowledge": round(g["knowledge"] / g["n"], 4)}
+            for k, g in sorted(groups.items())}  # fmt: skip
 
 
 def paired(records: list[dict], baseline: list[dict]) -> dict:
@@ -198,6 +235,23 @@ def paired(records: list[dict], baseline: list[dict]) -> dict:
     }  # fmt: skip
 
 
+def paired_f1(records: list[dict], baseline: list[dict]) -> dict:
+    """Mean token F1 of one mode minus a baseline's on the same questions (records carry ``f1``).
+
+    Returns ``n``, ``difference`` and ``ci95`` (normal approximation for the mean
+    of the paired differences), as :func:`paired` does for accuracy.
+    """
+    base = {r["id"]: r.get("f1", 0.0) for r in baseline}
+    diffs = [r.get("f1", 0.0) - base[r["id"]] for r in records if r["id"] in base]
+    n = len(diffs)
+    if not n:
+        return {"n": 0}
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+    half = 1.96 * math.sqrt(var / n)
+    return {"n": n, "difference": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)]}
+
+
 def paired_table(results: dict) -> str:
     """Markdown lines for the modes paired with a plain-RAG baseline (empty when none is)."""
     rows = [(mode, base, v) for mode, m in results.items()
@@ -212,6 +266,11 @@ def paired_table(results: dict) -> str:
             f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
             f"{v['ci95'][1] * 100:+.1f} | {v['only_mode']} | {v['only_baseline']} | {v['p_value']:.3g} |"
         )
+    f1_rows = [(mode, base, v) for mode, m in results.items() for base, v in (m.get("vs_f1") or {}).items() if v.get("n")]
+    if f1_rows:
+        lines += ["", "| mode | baseline | n | token F1 − baseline | 95% CI |", "|---|---|---|---|---|"]
+        lines += [f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
+                  f"{v['ci95'][1] * 100:+.1f} |" for mode, base, v in f1_rows]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -243,7 +302,39 @@ def table(results: dict) -> str:
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
     return ("\n".join(lines) + "\n" + in_sample_lines(results) + paired_table(results) + web_only_table(results)
-            + relation_table(results))  # fmt: skip
+            + group_tables(results) + slowest_table(results) + relation_table(results))  # fmt: skip
+
+
+def group_tables(results: dict) -> str:
+    """Span found, token F1 and recall, and knowledge recall: overall, per action, local against web-only."""
+    if not any("f1" in m for m in results.values()):
+        return ""
+    lines = ["", "Answers and knowledge (span found and knowledge recall: whole words; F1 and recall: SQuAD tokens):", "",
+             "| mode | questions | n | span found | token F1 | token recall | knowledge holds span | max s |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for mode, m in results.items():
+        if "f1" not in m:
+            continue
+        lines.append(f"| {mode} | all | {m['n']} | {m['accuracy']:.1%} | {m['f1'] * 100:.1f} | "
+                     f"{m['token_recall'] * 100:.1f} | {m['knowledge_holds_answer']:.1%} | {m['max_seconds']:.1f} |")
+        for kind in ("by_place", "by_action"):
+            for key, g in (m.get(kind) or {}).items():
+                lines.append(f"| {mode} | {key} | {g['n']} | {g['span']:.1%} | {g['f1'] * 100:.1f} | "
+                             f"{g['recall'] * 100:.1f} | {g['knowledge']:.1%} | |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def slowest_table(results: dict) -> str:
+    """Each mode's five slowest questions with their stages' seconds."""
+    rows = [(mode, r) for mode, m in results.items() for r in m.get("slowest") or []]
+    if not rows:
+        return ""
+    lines = ["", "Slowest questions:", "", "| mode | id | action | total s | " + " | ".join(STAGES) + " | rewrite |",
+             "|---|---|---|---|" + "---|" * (len(STAGES) + 1)]
+    for mode, r in rows:
+        lines.append(f"| {mode} | {r['id']} | {r.get('action') or '–'} | {r.get('total', 0):.1f} | "
+                     + " | ".join(f"{r.get(s, 0):.1f}" for s in STAGES) + f" | {r.get('rewrite', 0):.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def in_sample_lines(results: dict) -> str:
@@ -278,7 +369,7 @@ def chart(results: dict, path: Path) -> None:
     bars = ax1.bar(modes, acc, color="#4c72b0")
     ax1.bar_label(bars, fmt="%.1f")
     ax1.set_ylabel("accuracy (%)")
-    ax1.set_title("PopQA accuracy per mode (n = " + ", ".join(sorted({str(results[m]['n']) for m in modes})) + ")")
+    ax1.set_title("span found per mode (n = " + ", ".join(sorted({str(results[m]['n']) for m in modes})) + ")")
     bottom = [0.0] * len(modes)
     for s in STAGES:
         vals = [results[m]["stage_seconds"][s] for m in modes]
@@ -351,8 +442,9 @@ def parse_modes(parser: argparse.ArgumentParser, text: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="PopQA benchmark of crag's modes.")
-    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser = argparse.ArgumentParser(description="Benchmark of crag's modes on a bench folder (PopQA, COVID-QA, ...).")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="folder with docs/ or corpus.jsonl, web.jsonl, questions.dev.jsonl")
     parser.add_argument("--questions", type=Path, default=None,
                         help="questions to ask (default: DIR/questions.dev.jsonl), before --limit and --sample")
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
@@ -393,7 +485,8 @@ def main() -> None:
             print("warning: crag's evaluator: " + in_sample_note(in_sample, len(questions)), file=sys.stderr)
 
     index_dir = out / "index"
-    report = build_index(args.data / "corpus.jsonl", index_dir)
+    docs = args.data / "docs"  # a user's folder, indexed as they would; else the corpus file
+    report = build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", index_dir)
     print(f"index: {report.status}, {report.passages} passages", file=sys.stderr)
     passages = {p.id: p.text for p in BM25Index.load(index_dir).passages}
     server, web_url = start_in_thread(args.data / "web.jsonl")
@@ -406,6 +499,7 @@ def main() -> None:
             records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator)
             for r in records:
                 r["correct_word"] = holds_answer(r.get("answer") or "", questions[r["id"]]["answers"])
+                r["f1"] = token_scores(r.get("answer") or "", questions[r["id"]]["answers"])[0]
             results[mode] = summarise(records, passages, questions)
             if mode in EVALUATES and in_sample is not None:
                 results[mode]["in_sample"] = in_sample
@@ -417,6 +511,7 @@ def main() -> None:
     for mode, records in records_of.items():
         if mode not in baselines and baselines:
             results[mode]["vs"] = {b: paired(records, records_of[b]) for b in baselines}
+            results[mode]["vs_f1"] = {b: paired_f1(records, records_of[b]) for b in baselines}
     merged = {**{k: v for k, v in previous.items() if k not in results}, **results}
     (out / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
     (out / "results.md").write_text(table(merged))

@@ -101,3 +101,59 @@ def is_grounded(answer: str, texts: Sequence[str]) -> bool:
         if contains_phrase(text, answer) or words <= set(re.findall(r"\w+", text.casefold())):
             return True
     return False
+
+
+_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def squad_tokens(text: str) -> list[str]:
+    """SQuAD's answer normalisation as tokens: lower case, punctuation and articles removed.
+
+    >>> squad_tokens("The 31-kb genome, of a virus.")
+    ['31kb', 'genome', 'of', 'virus']
+    """
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return _SQUAD_ARTICLES.sub(" ", text).split()
+
+
+def token_scores(prediction: str, answers: Sequence[str]) -> tuple[float, float]:
+    """``(F1, recall)`` of a prediction's tokens against the best gold answer (SQuAD's token F1).
+
+    Tokens are :func:`squad_tokens`, counted as a multiset; each score is the
+    maximum over the gold answers; both are 0 for an empty prediction (and 1
+    when a gold answer and the prediction are both empty of tokens).
+
+    Parameters
+    ----------
+    prediction : str
+        The generated answer.
+    answers : sequence of str
+        Gold answers (a span, or aliases).
+
+    Returns
+    -------
+    (float, float)
+        F1 and recall, each in [0, 1].
+
+    Examples
+    --------
+    >>> token_scores("about 31 kb long", ["31 kb"])
+    (0.6666666666666666, 1.0)
+    """
+    from collections import Counter
+
+    pred = Counter(squad_tokens(prediction))
+    best_f1 = best_recall = 0.0
+    for answer in answers:
+        gold = Counter(squad_tokens(answer))
+        if not gold or not pred:
+            if not gold and not pred:
+                best_f1 = best_recall = 1.0
+            continue
+        common = sum((pred & gold).values())
+        if common:
+            precision, recall = common / sum(pred.values()), common / sum(gold.values())
+            best_f1 = max(best_f1, 2 * precision * recall / (precision + recall))
+            best_recall = max(best_recall, recall)
+    return best_f1, best_recall

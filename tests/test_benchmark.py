@@ -70,6 +70,13 @@ def test_summarise_metrics():
     assert "- **crag**: IN-SAMPLE: 2 of these 3 questions trained this evaluator and 1 calibrated it" in popqa.table({"crag": m})
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
     assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
+    # SQuAD token F1 and recall, per action and for local against web-only questions, and the slowest
+    assert m["f1"] == round((1.0 + 0.0 + 0.0) / 3, 4) and m["token_recall"] == round(1 / 3, 4)
+    assert m["by_place"] == {"web-only": {"n": 2, "span": 0.0, "f1": 0.0, "recall": 0.0, "knowledge": 0.5}}
+    assert m["by_action"]["correct"] == {"n": 1, "span": 1.0, "f1": 1.0, "recall": 1.0, "knowledge": 1.0}
+    assert [r["id"] for r in m["slowest"]] == ["b", "a", "c"] and m["max_seconds"] == 2.5
+    assert "| crag | web-only | 2 | 0.0% | 0.0 | 0.0 | 50.0% | |" in popqa.table({"crag": m})
+    assert "| crag | b | incorrect | 2.5 | 0.0 | 0.0 | 0.0 | 1.0 | 1.0 | 0.5 |" in popqa.table({"crag": m})
 
 
 def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_index, tiny_gguf, tmp_path):
@@ -104,6 +111,8 @@ def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     assert v["p_value"] == float(f"{binomtest(1, 7, 0.5).pvalue:.3g}")
     lo, hi = v["ci95"]
     assert lo < 5 / 12 < hi and 0 < lo  # clearly better here
+    f1 = popqa.paired_f1([{"id": "x", "f1": 0.5}, {"id": "y", "f1": 1.0}], [{"id": "x", "f1": 0.25}, {"id": "y", "f1": 0.25}])
+    assert f1["n"] == 2 and f1["difference"] == 0.5 and f1["ci95"][0] < 0.5 < f1["ci95"][1]
     same = popqa.paired(rag, rag)
     assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ci95"] == [0.0, 0.0]
     assert "| crag | rag | 12 | +41.7 pts |" in popqa.paired_table({"crag": {"vs_rag": v}})  # an older results.json
@@ -200,3 +209,23 @@ def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
     (two / "records-rag-k3.jsonl").write_text("")  # a fold whose plain RAG has not run yet
     with pytest.raises(ValueError, match="no records for all 3 questions"):
         crossfit.join([one, two], ["crag", "rag-k3"])
+
+
+def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_path, capsys):
+    import knowledge_recall
+
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "docs").symlink_to(docs_dir, target_is_directory=True)
+    (bench / "questions.dev.jsonl").write_text(
+        json.dumps({"id": "1", "question": "What is the capital of Germany?", "answers": ["Berlin"], "answer_in_local": True})
+        + "\n" + json.dumps({"id": "2", "question": "Who painted fishermen?", "answers": ["Zorblat"],
+                             "answer_in_local": False, "answer_in_web": True}) + "\n")  # fmt: skip
+    knowledge_recall.main(["--data", str(bench), "--index", str(tmp_path / "ix"), "--set", "refine=false"])
+    out = capsys.readouterr().out
+    assert "refine=false" in out
+    local = next(line for line in out.splitlines() if line.startswith("| local |"))
+    web = next(line for line in out.splitlines() if line.startswith("| web-only |"))
+    cells = [c.strip() for c in local.split("|")[1:-1]]
+    assert cells[1] == "1" and cells[3:6] == ["100.0%", "100.0%", "100.0%"]  # Berlin is in the top 3
+    assert [c.strip() for c in web.split("|")[1:-1]][3] == "0.0%"  # no local passage names Zorblat

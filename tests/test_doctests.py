@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["crag_cli.documents", "crag_cli.corpus", "crag_cli.prompts", "crag_cli.jsonl",
+@pytest.mark.parametrize("module", ["crag_cli.documents", "crag_cli.corpus", "crag_cli.prompts", "crag_cli.jsonl", "crag_cli.match",
                                     "crag_cli.generator"])  # fmt: skip
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module))

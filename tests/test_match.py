@@ -44,3 +44,19 @@ def test_grounded_needs_the_answer_or_all_its_content_words_in_one_text():
 def test_doctests():
     for module in (crag_cli.match, crag_cli.fakes):
         assert doctest.testmod(module).failed == 0
+
+
+@pytest.mark.parametrize("prediction, answers, f1, recall", [
+    ("31 kb", ["31 kb"], 1.0, 1.0),
+    ("The genome is about 31 kb.", ["31 kb"], 2 * (2 / 5) / (2 / 5 + 1), 1.0),  # genome is about 31 kb: 5 tokens
+    ("Mother-to-child transmission", ["Mother-to-child transmission (MTCT) is the main cause"], 2 * (2 / 6) / (1 + 2 / 6), 2 / 6),
+    ("bats", ["camels", "bats and camels"], 2 * (1 / 3) / (1 + 1 / 3), 1 / 3),  # the best of the golds
+    ("", ["anything"], 0.0, 0.0),
+    ("the the the", ["a"], 1.0, 1.0),  # both empty once articles go
+    ("virus virus", ["virus"], 2 * 0.5 * 1 / 1.5, 1.0),  # tokens count as a multiset
+])  # fmt: skip
+def test_squad_token_f1_and_recall(prediction, answers, f1, recall):
+    from crag_cli.match import token_scores
+
+    got = token_scores(prediction, answers)
+    assert got == pytest.approx((f1, recall))
