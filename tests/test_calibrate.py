@@ -17,7 +17,8 @@ def test_thresholds_reach_the_required_precision():
     # best scores 0.0 .. 0.99; the passages hold the answer exactly when the best score >= 0.5
     items = [Item([i / 100, -0.5], holds=i >= 50) for i in range(100)]
     upper, lower, notes = choose_action_thresholds(items, 0.8, 0.8)
-    assert upper <= 0.5 and lower >= 0.5 or upper == lower  # a perfect separator: one cut
+    assert (upper, lower) == (0.5, 0.5)  # a perfect separator: one cut, exactly at the first answer-holding score
+    assert notes == ["the two thresholds crossed: using the single best cut"]
     acc, counts = action_accuracy(items, upper, lower)
     assert acc == 1.0 and counts["ambiguous"] == 0
 

@@ -4,6 +4,8 @@ import pytest
 from typer.testing import CliRunner
 
 from crag_cli import __version__
+from crag_cli.actions import decide
+from crag_cli.match import holds_answer
 from crag_cli.cli import app
 
 runner = CliRunner()
@@ -39,7 +41,8 @@ def test_evaluate_json_and_table(built_index):
     r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--json")
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)
-    assert rec["action"] in ("correct", "incorrect", "ambiguous")
+    th = rec["thresholds"]
+    assert rec["action"] == decide([s["score"] for s in rec["scores"]], th["upper"], th["lower"]).value
     assert rec["scores"][0]["title"] == "Berlin"
     assert all(-1 <= s["score"] <= 1 for s in rec["scores"])
     r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--upper", "-1", "--lower", "-1")
@@ -109,9 +112,11 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     assert r.exit_code == 1  # some lines were errors, all were written
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [x["id"] for x in recs] == ["q1", None, "line-3", "q4"]
-    assert recs[0]["correct"] in (True, False) and recs[0]["answers"] == ["berlin", "\u0000"]
+    assert recs[0]["correct"] == holds_answer(recs[0]["answer"], ["berlin"]) and recs[0]["answers"] == ["berlin", "\u0000"]
     assert recs[1]["error"].startswith("malformed JSON") and recs[1]["line"] == 2
-    assert recs[2]["error"] is None and recs[2]["action"] in ("correct", "incorrect", "ambiguous")
+    th = recs[2]["thresholds"]
+    assert recs[2]["error"] is None
+    assert recs[2]["action"] == decide([s["score"] for s in recs[2]["scores"]], th["upper"], th["lower"]).value
     assert "unknown task" in recs[3]["error"]
     assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr
     assert "accuracy 0/1" in r.stderr or "accuracy 1/1" in r.stderr

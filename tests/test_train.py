@@ -132,7 +132,8 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
     index = BM25Index.load(built_index)
     gen = FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin")
     pairs, counts = synthetic_pairs(index, gen, n=100, top_k=5, seed=0)
-    assert counts["sampled"] == len([p for p in index.passages if len(p.text.split()) >= 20]) or counts["sampled"] > 0
+    eligible = [p for p in index.passages if len(p.text.split()) >= 20]  # passages long enough to ask about
+    assert eligible and counts["sampled"] == min(100, len(eligible))
     assert counts["kept"] == sum(1 for p in pairs if p.label == 1) >= 1
     assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] + counts["dropped_long_answer"] == counts["sampled"]
     assert counts["dropped_not_retrieved"] == 0
