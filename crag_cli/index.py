@@ -31,13 +31,16 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Sequence, overload
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, overload
 
 from . import files, jsonl
 from .bm25 import FILES as TERM_FILES
 from .bm25 import BM25Params, TermMatrix, count_terms
 from .corpus import READERS_VERSION, SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
 from .errors import CragError, one_line
+
+if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
+    import numpy as np
 
 FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
 MANIFEST = "manifest.json"
@@ -668,7 +671,7 @@ class PassageStore(Sequence[Passage]):
             raise IndexUnusableError(f"corrupt index: passage {i} of {self.path} cannot be read ({one_line(exc)}): "
                                      "re-run crag index --force") from None  # fmt: skip
 
-    def copy_lines(self, start: int, stop: int, out) -> "numpy.ndarray":
+    def copy_lines(self, start: int, stop: int, out) -> "np.ndarray":
         """Write the stored lines of passages ``start:stop`` to the binary file ``out``, as they are.
 
         Returns where each copied line ends, counted from the first copied byte (int64).

@@ -1,0 +1,14 @@
+"""The linter's error rules (pyproject.toml, [tool.ruff.lint]) hold for the package, the tests and the benchmarks."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_finds_no_error():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    proc = subprocess.run([ruff, "check", "crag_cli", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
