@@ -312,15 +312,15 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
     return [Document(id=rel, title=title, text=text, source=rel)]
 
 
-def text_title(text: str, max_words: int = 20) -> str | None:
+def text_title(text: str, max_words: int = 32) -> str | None:
     """A plain text's first non-blank line when it reads as a title, else ``None``.
 
     A title has at most ``max_words`` words, one of them a word of letters,
-    more text after it, and no sentence end (``.``, ``!``, ``?``,
-    ``,``, ``;``, ``:``) at its end; a line that looks like something else is
-    not one: an address (``://``, ``@``), a row of values (a tab, or a comma
-    with no space after it), a rule of ``=``/``-``/``*``, a ``#!`` or ``-*-``
-    line, or a ``Name: value`` header.
+    more text after it, and no ``.``, ``,``, ``;`` or ``:`` at its end (a
+    question mark may end one); a line that looks like something else is
+    not one: an address (``://``, ``@``), a row of values (a tab, or more
+    commas than spaces), a rule of ``=``/``-``/``*``, or a ``#!`` or
+    ``-*-`` line.
 
     Examples
     --------
@@ -335,12 +335,12 @@ def text_title(text: str, max_words: int = 20) -> str | None:
     first = " ".join(lines[0].split())
     rest = "\n".join(lines[1:]).strip()
     words = first.split()
-    if not rest or not 1 <= len(words) <= max_words or first.endswith((".", "!", "?", ",", ";", ":")):
+    if not rest or not 1 <= len(words) <= max_words or first.endswith((".", ",", ";", ":")):
         return None
     if not any(re.search(r"[^\W\d_]{3,}", w) for w in words):  # no word of letters: "1", "2024-05-01"
         return None
-    if ("://" in first or "@" in first or "\t" in lines[0] or re.search(r",\S", first) or re.search(r"[=*_~-]{3,}", first)
-            or first.startswith(("#!", "-*-")) or re.match(r"^[\w-]+: ", first)):  # fmt: skip
+    if ("://" in first or "@" in first or "\t" in lines[0] or first.count(",") > first.count(" ") or re.search(r"[=*_~-]{3,}", first)
+            or first.startswith(("#!", "-*-"))):  # fmt: skip
         return None
     return first
 

@@ -247,10 +247,13 @@ def test_page_text_and_page_ranges_of_passages():
     ("id,name,value\n1,a,2", None),  # a row of values
     ("https://example.org/paper\nThe text", None),
     ("From: ann@example.org\nHello", None),
+    ("COVID-19: a review of the first year\nText", "COVID-19: a review of the first year"),
     ("#!/bin/sh\necho", None),
     ("================\ntext", None),
     ("1\n00:00:01 --> 00:00:02", None),  # a subtitle file's first cue
-    (" ".join(["word"] * 25) + "\nbody", None),  # too long for a title
+    (" ".join(["word"] * 33) + "\nbody", None),  # too long for a title
+    ("Design of 1-Substituted Pyridylimidazo[1,5-a]Pyridine Derivatives\nText", "Design of 1-Substituted "
+     "Pyridylimidazo[1,5-a]Pyridine Derivatives"),  # a comma in a name is not a row of values
 ])  # fmt: skip
 def test_a_text_files_first_line_is_its_title_when_it_reads_as_one(text, title):
     assert text_title(text) == title
