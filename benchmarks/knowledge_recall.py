@@ -9,8 +9,9 @@ Ambiguous question refine the kept passages and keep the strips the generator
 would get. Prints, for local and web-only questions apart: the actions, and
 how often the gold span (whole words, ignoring case) is in the top 3, 5 and 10
 retrieved passages (what plain RAG gives the reader), in the passages the
-evaluator kept (``--no-refine``), and in the refined strips that reach the
-reader (``internal_knowledge``). An Incorrect question keeps nothing local. IX
+evaluator kept (``--no-refine``; also the first 3 of them in retrieval
+order), and in the refined strips that reach the reader
+(``internal_knowledge``, the strongest by the evaluator's score). An Incorrect question keeps nothing local. IX
 is built from ``DIR/docs`` (or ``DIR/corpus.jsonl``) when it does not exist.
 ``--set strips_correct=5`` (any setting, as in ``crag.toml``) measures another
 refinement than the default's.
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
             c[f"top{k}"] += any(holds_answer(t, gold) for t in texts[:k])
         kept = [h.passage.text for h, _ in pipe._kept(result.hits, result.scores)] if result.action is not Action.INCORRECT else []
         c["kept"] += any(holds_answer(t, gold) for t in kept)
+        c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
         strips = []
         if result.action is not Action.INCORRECT:
             strips = sorted(pipe._internal(result), key=lambda s: -s.score)[: pipe._top(result)]
@@ -80,12 +82,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(questions)} questions of {args.questions or args.data / 'questions.dev.jsonl'}; evaluator "
           f"{settings.evaluator}; thresholds upper {pipe.thresholds.upper:g}, lower {pipe.thresholds.lower:g}; "
           f"{' '.join(args.set) or 'default refinement'}\n")
-    print("| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | refined strips (reader) "
-          "| Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|")
+    print("| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | first 3 kept | refined strips "
+          "(reader) | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|")
     for place, c in rows.items():
         n = c["n"]
         print(f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
-              f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['refined'] / n:.1%} | "
+              f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
+              f"{c['refined'] / n:.1%} | "
               f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |")
 
 
