@@ -246,15 +246,13 @@ class Lock:
         while True:
             self._writable = True
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, default_mode())
-            except PermissionError:  # another user's killed run left its lock file: flock works read-only too
-                self._writable = False
                 try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, default_mode())
+                except PermissionError:  # another user's killed run left its lock file: flock works read-only too
+                    self._writable = False
                     fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                except OSError as exc:
-                    raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
             except OSError as exc:
-                raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
+                raise self._cannot(exc) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -263,12 +261,12 @@ class Lock:
                 if owner.startswith(f"pid {os.getpid()} "):
                     raise CragError(f"{self.target} is named twice in this command: give each output its own name") from None
                 raise CragError(
-                    f"{self.target} is being written by another crag run ({owner or 'pid unknown'}): "
+                    f"the {self.what} {self.target} is being written by another crag run ({owner or 'pid unknown'}): "
                     "wait for it to finish, or stop it"
                 ) from None
             except OSError as exc:
                 os.close(fd)
-                raise CragError(f"cannot lock {self.target} ({self.path.name}: {exc.strerror or exc})") from None
+                raise self._cannot(exc) from None
             try:  # the file we locked must still be the one at the path (not replaced meanwhile)
                 same = os.fstat(fd).st_ino == os.stat(self.path, follow_symlinks=False).st_ino
             except OSError:
@@ -285,6 +283,9 @@ class Lock:
             os.pwrite(fd, f"pid {os.getpid()} {command}\n".encode("utf-8", "replace"), 0)
         self._fd = fd
         return self
+
+    def _cannot(self, exc: OSError) -> CragError:
+        return CragError(f"cannot lock the {self.what} {self.target} ({self.path.name}: {exc.strerror or exc})")
 
     def release(self) -> None:
         if self._fd is not None:

@@ -299,8 +299,9 @@ class LlamaGenerator:
         response = self._formatter(messages=messages)
         pieces = None
         if self._llm._model.vocab_type() == _VOCAB_BPE:
-            marked = self._formatter(messages=[dict(m, content=k) for m, k in zip(messages, _marks(messages))])
-            pieces = split_rendered(marked.prompt, [m["content"] for m in messages], _marks(messages))
+            marks = _marks(messages)
+            marked = self._formatter(messages=[dict(m, content=k) for m, k in zip(messages, marks)])
+            pieces = split_rendered(marked.prompt, [m["content"] for m in messages], marks)
             if pieces is not None and "".join(text for text, _ in pieces) != response.prompt:
                 pieces = None  # the template changed a content
         if pieces is None:

@@ -54,6 +54,12 @@ class IndexUnusableError(CragError):
     """The index is missing, corrupt, or cannot be built."""
 
 
+def corrupt(where: Path, problem: Exception | str) -> IndexUnusableError:
+    """The one message for an index damaged after it was built (found when it is read)."""
+    what = f"{type(problem).__name__}: {one_line(problem)}" if isinstance(problem, Exception) else problem
+    return IndexUnusableError(f"corrupt index at {where} ({what}): re-run crag index --force")
+
+
 
 
 @dataclass(frozen=True)
@@ -407,8 +413,7 @@ def build_index(
     except OSError as exc:
         raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
-        recover_index(index_dir)
-        check_index_target(docs, shown)  # again: a recovered index is one again
+        recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
         return _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress,
                              include_hidden, start)  # fmt: skip
 
@@ -666,10 +671,17 @@ class PassageStore(Sequence[Passage]):
             raise IndexError(f"passage {i} of {n}")
         try:
             start, end = int(self._offsets[i]), int(self._offsets[i + 1])
-            return Passage.from_dict(jsonl.parse(os.pread(self._fd, end - start, start)))
-        except (ValueError, KeyError, TypeError, AttributeError, OSError, OverflowError) as exc:  # BadLine among them
-            raise IndexUnusableError(f"corrupt index: passage {i} of {self.path} cannot be read ({one_line(exc)}): "
-                                     "re-run crag index --force") from None  # fmt: skip
+            raw = os.pread(self._fd, end - start, start)
+        except (ValueError, OSError, OverflowError) as exc:  # offsets that point nowhere
+            raise corrupt(self.path, exc) from None
+        return self._passage(raw)
+
+    def _passage(self, raw: bytes) -> Passage:
+        """One stored line as a passage; a damaged line is :func:`corrupt`."""
+        try:
+            return Passage.from_dict(jsonl.parse(raw))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # jsonl.BadLine among them
+            raise corrupt(self.path, exc) from None
 
     def copy_lines(self, start: int, stop: int, out) -> "np.ndarray":
         """Write the stored lines of passages ``start:stop`` to the binary file ``out``, as they are.
@@ -688,11 +700,7 @@ class PassageStore(Sequence[Passage]):
             f.seek(0)
             for line in f:
                 if line.strip():
-                    try:
-                        yield Passage.from_dict(jsonl.parse(line))
-                    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # BadLine among them
-                        raise IndexUnusableError(f"corrupt index: {self.path} cannot be read ({one_line(exc)}): "
-                                                 "re-run crag index --force") from None  # fmt: skip
+                    yield self._passage(line)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -772,12 +780,10 @@ class BM25Index:
         except Exception as exc:
             if passages is not None:
                 passages.close()
-            raise IndexUnusableError(f"corrupt index at {path} ({type(exc).__name__}: {one_line(exc)}): "
-                                     "re-run crag index --force") from None  # fmt: skip
+            raise corrupt(path, exc) from None
         if len(passages) != manifest.get("passage_count") or terms.n != len(passages):
             passages.close()
-            raise IndexUnusableError(f"corrupt index at {path}: passage count does not match the manifest: "
-                                     "re-run crag index --force")  # fmt: skip
+            raise corrupt(path, "passage count does not match the manifest")
         return cls(path, manifest, passages, terms)
 
     def matched(self, query: str):
@@ -838,5 +844,4 @@ class BM25Index:
             best = top_k(val, k) if len(val) else []
             return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]
         except (IndexError, ValueError, TypeError, OverflowError) as exc:
-            raise IndexUnusableError(f"corrupt index at {self.path} ({type(exc).__name__}: {one_line(exc)}): "
-                                     "re-run crag index --force") from None  # fmt: skip
+            raise corrupt(self.path, exc) from None

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .actions import PRESETS
+from .errors import one_line
 from .jsonl import has_surrogate
 from .models import DEFAULT_MODEL, EMBEDDED, embedded
 from .prompts import TASKS
@@ -370,11 +371,16 @@ def read_config(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise SettingsError(f"cannot read config file {path}: nested too deeply") from None
     except (OSError, ValueError, MemoryError) as exc:  # TOMLDecodeError, bad UTF-8, a number past int()'s digit limit
-        raise SettingsError(f"cannot read config file {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        raise SettingsError(f"cannot read config file {path}: {one_line(exc)}") from None
+    source = f"config file {path}"
+    return {name: coerce(name, value, source) for name, value in _config_values(data).items()}
+
+
+def _config_values(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A parsed ``crag.toml``'s values by setting name: top-level keys, then a ``[crag]`` table's over them."""
     if isinstance(data.get("crag"), dict):
         data = {**{k: v for k, v in data.items() if k != "crag"}, **data["crag"]}
-    source = f"config file {path}"
-    return {k.replace("-", "_"): coerce(k.replace("-", "_"), v, source) for k, v in data.items()}
+    return {k.replace("-", "_"): v for k, v in data.items()}
 
 
 def read_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -509,9 +515,7 @@ def write_config(path: Path, values: Mapping[str, Any], inputs: tuple[Path, ...]
     if not path.parent.is_dir():
         raise SettingsError(f"cannot write {path}: no such folder {path.parent}")
     text = tomlkit.dumps(doc)
-    read_back = tomllib.loads(text)  # what the next run reads must be what was meant
-    merged = {**{k: v for k, v in read_back.items() if k != "crag"}, **read_back.get("crag", {})}
-    merged = {k.replace("-", "_"): v for k, v in merged.items()}
+    merged = _config_values(tomllib.loads(text))  # what the next run reads must be what was meant
     if any(merged.get(k) != (str(v) if isinstance(v, Path) else v) for k, v in values.items() if v is not None):
         raise SettingsError(f"cannot update {path}: its layout hides the new values (a key set twice?); left alone")
     write_text_atomic(path, text)
