@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> None:
         c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
         strips = []
         if result.action is not Action.INCORRECT:
-            strips = sorted(pipe._internal(result), key=lambda s: -s.score)[: pipe._top(result)]
+            result.internal_knowledge = pipe._internal(result)
+            strips = pipe._strongest_first(result)[: pipe._top(result)]
         c["refined"] += any(holds_answer(s.text, gold) for s in strips)
+        c["words"] += sum(len(s.text.split()) for s in strips)
         if result.action is Action.CORRECT:
             c["correct_top3"] += any(holds_answer(t, gold) for t in texts[:3])
             c["correct_refined"] += any(holds_answer(s.text, gold) for s in strips)
@@ -83,12 +85,12 @@ def main(argv: list[str] | None = None) -> None:
           f"{settings.evaluator}; thresholds upper {pipe.thresholds.upper:g}, lower {pipe.thresholds.lower:g}; "
           f"{' '.join(args.set) or 'default refinement'}\n")
     print("| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | first 3 kept | refined strips "
-          "(reader) | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|")
+          "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for place, c in rows.items():
         n = c["n"]
         print(f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
               f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
-              f"{c['refined'] / n:.1%} | "
+              f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | "
               f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |")
 
 

@@ -4,7 +4,9 @@ As a library: ``crag_cli.open(index=..., **settings)`` gives a :class:`crag_cli.
 with ``ask(question)`` and ``answer(questions)`` (see ``crag_cli.api``).
 """
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__", "open", "Crag"]
 
 
 def __getattr__(name: str):  # the library's entry points, imported when first used (the CLI starts faster)

@@ -25,18 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from . import __version__, files, jsonl
+from . import files, jsonl
+from .version import __version__
 from .errors import CragError
 from .prompts import PROMPT_VERSION
 from .records import QuestionLine, error_record, to_record
 
 RUN_MANIFEST_VERSION = 1
-# Settings that change what a record says. Resuming with any of them different is refused.
-ANSWER_SETTINGS = (
-    "top_k", "evaluator", "max_length", "strip_mode", "strips", "strips_correct", "refine", "model", "task", "max_tokens", "n_ctx",
-    "temperature", "seed", "web", "searxng_url", "rewrite", "web_results", "wiki_first", "allow_private",
-    "max_page_bytes",
-)  # fmt: skip
+# Setting groups that the identity holds as what they resolve to, not as the settings' values: the index by
+# its content's fingerprint (not its path), the thresholds as those in force (``upper = None`` is the evaluator's).
+RESOLVED_GROUPS = ("index", "thresholds")
 
 
 def partial_path(output: Path) -> Path:
@@ -120,11 +118,12 @@ UNUSED_GROUPS = {
 
 def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
-    from .settings import group
+    from .settings import answer_settings, group
 
     unused = UNUSED_GROUPS[mode]
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
-    identity.update({name: getattr(settings, name) for name in ANSWER_SETTINGS if group(name) not in unused})
+    identity.update({name: getattr(settings, name) for name in answer_settings()
+                     if group(name) not in unused and group(name) not in RESOLVED_GROUPS})  # fmt: skip
     identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
     if "thresholds" not in unused:
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}

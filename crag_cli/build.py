@@ -61,6 +61,7 @@ def pipeline(
         strips=settings.strips,
         strips_correct=settings.strips_correct,
         refine_knowledge=settings.refine,
+        ranking=settings.ranking,
         task=settings.task,
         max_tokens=settings.max_tokens,
     )

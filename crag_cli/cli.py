@@ -29,7 +29,7 @@ try:  # typer >= 0.2x carries its own copy of click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions
 
-from . import __version__
+from .version import __version__
 from . import build as builder
 from . import settings as settings_decl
 from .errors import CragError, one_line

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from . import jsonl
+from .documents import Document
 from .errors import one_line
 from .files import LOCK_TAG
 
@@ -31,17 +32,6 @@ SUPPORTED_TEXT = " ".join(sorted(SUPPORTED_SUFFIXES))  # for messages and --help
 # Raised whenever a reader gives other text or titles for the same file, so that an index rebuilds every file.
 # 2: .txt titles from the first line; .pdf and .docx read.
 READERS_VERSION = 2
-
-
-@dataclass(frozen=True)
-class Document:
-    """One source document; a paged one (a PDF) says at which offsets of ``text`` its pages 2, 3, ... start."""
-
-    id: str
-    title: str
-    text: str
-    source: str
-    page_breaks: tuple[int, ...] | None = None  # None: not a paged document
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .corpus import Document
+
+@dataclass(frozen=True)
+class Document:
+    """One source document; a paged one (a PDF) says at which offsets of ``text`` its pages 2, 3, ... start."""
+
+    id: str
+    title: str
+    text: str
+    source: str
+    page_breaks: tuple[int, ...] | None = None  # None: not a paged document
+
 
 class Unreadable(Exception):
     """A file that yields no text; ``str()`` is the reason for the skipped list."""

@@ -55,7 +55,7 @@ class FakeEvaluator:
 
 @dataclass
 class FakeWeb:
-    """A web stage that always finds ``texts`` (one strip each, scored ``score``)."""
+    """A web stage that always finds ``texts`` (one strip each, scored ``score``, ranked in order)."""
 
     texts: Sequence[str] = ()
     score: float = 0.0
@@ -63,7 +63,7 @@ class FakeWeb:
 
     def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
         self.queries.append(question)
-        strips = [Strip(t, f"https://example.org/{i}", "", (i, 0), self.score) for i, t in enumerate(self.texts)]
+        strips = [Strip(t, f"https://example.org/{i}", "", (i, 0), self.score, i) for i, t in enumerate(self.texts)]
         return ExternalKnowledge(backend="fake", query=question, strips=strips)
 
 

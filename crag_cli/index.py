@@ -455,7 +455,7 @@ def recover_index(index_dir: Path) -> str | None:
 
 def _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden,
                   start) -> BuildReport:  # fmt: skip
-    from . import __version__
+    from .version import __version__
 
     cleaned = files.clean_stale(index_dir)
     listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)

@@ -18,7 +18,7 @@ from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
 from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
-from .refine import KnowledgeSource, Strip, refine, strip_pieces
+from .refine import KnowledgeSource, Strip, refine, strip_pieces, strongest_first
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
@@ -116,6 +116,10 @@ class Pipeline:
     refine_knowledge : bool
         ``False`` gives the paper's "w/o refinement" ablation: kept passages go
         to the generator whole.
+    ranking : {"fused", "evaluator"}
+        How the strongest strips are chosen: the evaluator's score fused with
+        the retrieval order, or the score alone (the paper); see
+        :func:`crag_cli.refine.strongest_first`.
     task : str
         Default task (prompt) for questions that name none.
     max_tokens : int, optional
@@ -134,6 +138,7 @@ class Pipeline:
         strips: int = 5,
         strips_correct: int | None = None,
         refine_knowledge: bool = True,
+        ranking: str = "evaluator",
         task: str = "popqa",
         max_tokens: int | None = None,
     ) -> None:
@@ -149,6 +154,7 @@ class Pipeline:
         self.strips = strips
         self.strips_correct = strips if strips_correct is None else strips_correct
         self.refine_knowledge = refine_knowledge
+        self.ranking = ranking
         self.task = task
         self.max_tokens = max_tokens
         self._scorer = _Scorer(evaluator)
@@ -190,7 +196,16 @@ class Pipeline:
             self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
 
     def _kept(self, hits: Sequence[Hit], scores: Sequence[float]) -> list[tuple[Hit, float]]:
-        """The passages the evaluator did not judge irrelevant (score >= lower), with their scores."""
+        """The passages that refinement reads, with their scores.
+
+        Ranking ``evaluator`` (the paper's): those the evaluator did not judge
+        irrelevant (score >= lower). Ranking ``fused``: every retrieved passage;
+        the evaluator's verdict enters through the fused order of their strips,
+        so that a passage it underrates in a domain it does not know is not
+        discarded unread.
+        """
+        if self.ranking == "fused":
+            return list(zip(hits, scores))
         return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower]
 
     # ------------------------------------------------------------------ stages
@@ -207,24 +222,23 @@ class Pipeline:
         return result
 
     def _internal(self, result: Result) -> list[Strip]:
-        """Refine the passages the evaluator did not judge irrelevant (score >= lower).
+        """Refine the kept passages (see :meth:`_kept`).
 
         With ``refine_knowledge=False`` those passages are returned whole, one strip each.
         """
         kept = self._kept(result.hits, result.scores)
         if not self.refine_knowledge:
-            return [Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s) for i, (h, s) in enumerate(kept)]
+            return [Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)]
         sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in kept]
         with _Timer(result.timings, "refine"):
             return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
-                          self.thresholds.filter)  # fmt: skip
+                          self.thresholds.filter, self.ranking)  # fmt: skip
 
-    @staticmethod
-    def _strongest_first(result: Result) -> list[Strip]:
-        """The result's strips, internal then external, sorted strongest first (a stable sort: ties keep order)."""
+    def _strongest_first(self, result: Result) -> list[Strip]:
+        """The result's strips, internal then external, strongest first by the pipeline's ranking (ties keep order)."""
         internal = list(result.internal_knowledge or [])
         external = list(result.external_knowledge.strips) if result.external_knowledge else []
-        return sorted(internal + external, key=lambda s: -s.score)
+        return strongest_first(internal + external, self.ranking)
 
     def _keep_strongest(self, result: Result) -> None:
         """Keep the strongest strips, internal and external together: at most what the action allows.

@@ -4,6 +4,18 @@ Every kept passage (or web page) is decomposed into *strips*; every strip is
 scored against the question by the evaluator (batched); the best ``top_k``
 strips scoring at least the filter threshold are kept and recomposed in their
 original document order.
+
+"Best" is a ranking (``RANKINGS``). ``evaluator`` is the paper's: the
+evaluator's score alone. ``fused`` joins it with the retrieval side's own order
+by reciprocal rank fusion (Cormack et al. 2009, with their constant 60): a
+local strip's retrieval rank is its passage's BM25 rank (then its place in the
+passage), a web strip's its BM25 rank among the strips of the fetched pages. An
+evaluator trained on one kind of text ranks another kind worse than BM25 does;
+fusion keeps what retrieval found near the top when the evaluator is unsure
+of a domain, and lets the evaluator reorder when it agrees.
+
+Long pages are bounded: at most ``max_scored`` strips of a call are scored by
+the evaluator, the best by BM25 within the pages (a cheap first pass).
 """
 
 from __future__ import annotations
@@ -11,10 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from .corpus import split_sentences
 from .evaluator import Evaluator
 
 STRIP_MODES = ("excerption", "fixed_num", "selection")
+RANKINGS = ("fused", "evaluator")
+RRF_CONSTANT = 60  # Cormack, Clarke and Buettcher (SIGIR 2009): reciprocal rank fusion's k, not tuned here
 
 
 @dataclass(frozen=True)
@@ -31,7 +47,9 @@ class Strip:
     """A small unit of knowledge with its score and where it came from.
 
     ``position`` is ``(source index, strip index)``: sorting by it restores the
-    original document order.
+    original document order. ``rank`` is the strip's place on the retrieval
+    side (0 = first): the order of its passage and of the strip in it, or its
+    BM25 rank among the strips of the fetched pages.
     """
 
     text: str
@@ -39,6 +57,7 @@ class Strip:
     title: str
     position: tuple[int, int]
     score: float
+    rank: int = 0
 
     def to_dict(self) -> dict:
         return {"text": self.text, "source": self.source, "title": self.title, "score": round(self.score, 4)}
@@ -111,14 +130,86 @@ def decompose(text: str, mode: str = "excerption") -> list[str]:
     raise ValueError(f"unknown strip mode {mode!r}: choose from {', '.join(STRIP_MODES)}")
 
 
-def select_strips(strips: Sequence[Strip], top_k: int, threshold: float) -> list[Strip]:
-    """Keep the ``top_k`` best strips scoring at least ``threshold``, back in original order.
+def fuse_ranks(scores: Sequence[float], ranks: Sequence[int], constant: int = RRF_CONSTANT) -> list[float]:
+    """Reciprocal rank fusion of an evaluator's scores with a retrieval order.
 
-    Ties in score keep the earlier strip.
+    Parameters
+    ----------
+    scores : sequence of float
+        Higher is better; ties are ranked in input order.
+    ranks : sequence of int
+        The retrieval side's order of the same items, 0 = first.
+    constant : int
+        RRF's k: each list adds ``1 / (k + rank)`` with 1-based ranks.
+
+    Returns
+    -------
+    list of float
+        The fused value of each item (higher is better).
+
+    Examples
+    --------
+    >>> fused = fuse_ranks([0.9, 0.1, 0.5], [2, 0, 1])
+    >>> sorted(range(3), key=lambda i: -fused[i])
+    [2, 0, 1]
     """
-    eligible = [s for s in strips if s.score >= threshold]
-    best = sorted(eligible, key=lambda s: (-s.score, s.position))[: max(top_k, 0)]
-    return sorted(best, key=lambda s: s.position)
+    by_score = sorted(range(len(scores)), key=lambda i: -scores[i])
+    score_rank = {i: r for r, i in enumerate(by_score)}
+    return [1 / (constant + score_rank[i] + 1) + 1 / (constant + ranks[i] + 1) for i in range(len(scores))]
+
+
+def strongest_first(strips: Sequence[Strip], ranking: str = "evaluator") -> list[Strip]:
+    """``strips`` from the strongest: by the evaluator's score, or fused with their retrieval rank.
+
+    A stable order: ties keep the input order.
+    """
+    if ranking == "evaluator":
+        return sorted(strips, key=lambda s: -s.score)
+    if ranking != "fused":
+        raise ValueError(f"unknown ranking {ranking!r}: choose from {', '.join(RANKINGS)}")
+    fused = fuse_ranks([s.score for s in strips], [s.rank for s in strips])
+    return [strips[i] for i in sorted(range(len(strips)), key=lambda i: -fused[i])]
+
+
+def select_strips(strips: Sequence[Strip], top_k: int, threshold: float, ranking: str = "evaluator") -> list[Strip]:
+    """Keep the ``top_k`` strongest strips scoring at least ``threshold``, back in original order.
+
+    Ties keep the earlier strip.
+    """
+    eligible = sorted((s for s in strips if s.score >= threshold), key=lambda s: s.position)
+    return sorted(strongest_first(eligible, ranking)[: max(top_k, 0)], key=lambda s: s.position)
+
+
+def lexical_scores(question: str, texts: Sequence[str]) -> np.ndarray:
+    """BM25 of ``question`` against ``texts`` taken as their own collection (bm25s, crag's tokenizer).
+
+    Lucene's variant (bm25s's default): its IDF, ``log(1 + (N - n + 0.5) / (n + 0.5))``,
+    stays positive in a collection as small as a few pages, where Okapi's turns
+    negative for a term in more than half of them.
+
+    Parameters
+    ----------
+    question : str
+    texts : sequence of str
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text; 0 where no query term occurs (and for every text
+        when none has a term).
+    """
+    import bm25s
+
+    from .index import TokenizerSettings
+
+    tokenizer = TokenizerSettings()
+    corpus = tokenizer.tokenize(texts)
+    query = tokenizer.tokenize([question])[0]
+    if not query or not any(corpus):
+        return np.zeros(len(texts))
+    model = bm25s.BM25(method="lucene")
+    model.index(corpus, show_progress=False)
+    return np.asarray(model.get_scores(query), dtype=float)
 
 
 def strip_pieces(sources: Sequence[KnowledgeSource], mode: str) -> list[tuple[str, KnowledgeSource, tuple[int, int]]]:
@@ -133,8 +224,22 @@ def refine(
     mode: str = "excerption",
     top_k: int = 5,
     threshold: float = -0.5,
+    ranking: str = "evaluator",
+    max_scored: int | None = None,
+    lexical_rank: bool = False,
 ) -> list[Strip]:
-    """Decompose ``sources``, score every strip against ``question`` in one batched call, and select.
+    """Decompose ``sources``, score their strips against ``question`` in one batched call, and select.
+
+    Parameters
+    ----------
+    ranking : {"fused", "evaluator"}
+        How the strongest strips are chosen (see :func:`strongest_first`).
+    max_scored : int, optional
+        Score at most this many strips: those with the best BM25 within
+        ``sources`` (the others are dropped unscored).
+    lexical_rank : bool
+        The strips' retrieval rank is their BM25 order within ``sources`` (web
+        pages) rather than their order in ``sources`` (retrieved passages, best first).
 
     Returns
     -------
@@ -144,6 +249,18 @@ def refine(
     pieces = strip_pieces(sources, mode)
     if not pieces:
         return []
+    ranks = list(range(len(pieces)))
+    if lexical_rank or (max_scored is not None and len(pieces) > max_scored):
+        lexical = lexical_scores(question, [text for text, _, _ in pieces])
+        by_lexical = sorted(range(len(pieces)), key=lambda i: -lexical[i])
+        if lexical_rank:
+            ranks = [0] * len(pieces)
+            for r, i in enumerate(by_lexical):
+                ranks[i] = r
+        if max_scored is not None and len(pieces) > max_scored:
+            chosen = sorted(by_lexical[:max_scored])  # in document order
+            pieces, ranks = [pieces[i] for i in chosen], [ranks[i] for i in chosen]
     scores = evaluator.score([(question, text) for text, _, _ in pieces])
-    strips = [Strip(text, src.id, src.title, pos, score) for (text, src, pos), score in zip(pieces, scores)]
-    return select_strips(strips, top_k, threshold)
+    strips = [Strip(text, src.id, src.title, pos, score, rank)
+              for (text, src, pos), score, rank in zip(pieces, scores, ranks)]  # fmt: skip
+    return select_strips(strips, top_k, threshold, ranking)

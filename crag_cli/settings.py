@@ -33,7 +33,7 @@ from .errors import one_line
 from .jsonl import has_surrogate
 from .models import DEFAULT_MODEL, EMBEDDED, embedded
 from .prompts import TASKS
-from .refine import STRIP_MODES
+from .refine import RANKINGS, STRIP_MODES
 
 CONFIG_FILE = "crag.toml"
 ENV_PREFIX = "CRAG_"
@@ -47,10 +47,20 @@ class SettingsError(ValueError):
     """A setting has a value that cannot be used (bad type or range, unknown key, unreadable file)."""
 
 
-def setting(default: Any, help: str, group: str, flags: tuple[str, ...] = (), **constraints: Any) -> Any:
-    """Declare one setting: default, help text, group (which commands take it), flags, pydantic constraints."""
+def setting(
+    default: Any, help: str, group: str, flags: tuple[str, ...] = (), *, answers: bool, **constraints: Any
+) -> Any:
+    """Declare one setting: default, help text, group, flags, whether it changes answers, pydantic constraints.
+
+    ``group`` is the stage that uses the setting (and so which commands take
+    it). ``answers`` says whether a different value can change what a batch
+    record says: those settings are a batch's resume identity
+    (:func:`answer_settings`). It has no default, so that every new setting is
+    classified where it is declared.
+    """
     assert group in GROUPS, group
-    return Field(default, description=help, json_schema_extra={"group": group, "flags": list(flags)}, **constraints)
+    extra = {"group": group, "flags": list(flags), "answers": answers}
+    return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
 class Settings(BaseModel):
@@ -58,60 +68,68 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False, frozen=False)
 
-    index: Path = setting(Path(".crag-index"), "Index directory.", "index")
-    top_k: int = setting(10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), ge=1, le=1000)
+    index: Path = setting(Path(".crag-index"), "Index directory.", "index", answers=True)
+    top_k: int = setting(10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), answers=True, ge=1, le=1000)
     evaluator: str = setting(
         "minilm",
         "Retrieval evaluator: minilm (embedded, trained), minilm:PATH or PATH (made by crag train-evaluator), "
         "t5:PATH, or minilm-cosine (the untrained cosine, for comparison).",
-        "evaluator",
+        "evaluator", answers=True,
     )
-    batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", ge=1, le=4096)
+    batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", answers=False, ge=1, le=4096)
     max_length: int = setting(
-        512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator",
+        512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator", answers=True,
         ge=16, le=512,
     )  # fmt: skip
     preset: Optional[Literal[tuple(PRESETS)]] = setting(  # type: ignore[valid-type]
-        None, f"Paper thresholds for the T5 evaluator: {', '.join(PRESETS)}.", "thresholds"
+        None, f"Paper thresholds for the T5 evaluator: {', '.join(PRESETS)}.", "thresholds", answers=True
     )
-    upper: Optional[float] = setting(None, "Upper threshold: Correct if any score >= it.", "thresholds", ge=-1, le=1)
-    lower: Optional[float] = setting(None, "Lower threshold: Incorrect if all scores < it.", "thresholds", ge=-1, le=1)
+    upper: Optional[float] = setting(None, "Upper threshold: Correct if any score >= it.", "thresholds", answers=True, ge=-1, le=1)
+    lower: Optional[float] = setting(None, "Lower threshold: Incorrect if all scores < it.", "thresholds", answers=True, ge=-1, le=1)
     filter_threshold: Optional[float] = setting(
-        None, "Strips scoring below it are dropped.", "thresholds", ge=-1, le=1
+        None, "Strips scoring below it are dropped.", "thresholds", answers=True, ge=-1, le=1
     )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
-        "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine"
+        "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine", answers=True
     )
     strips: int = setting(
-        5, "Strips the generator gets: the strongest, of the passages and the web pages together.", "refine",
+        5, "Strips the generator gets: the strongest, of the passages and the web pages together.", "refine", answers=True,
         ge=1, le=100,
     )  # fmt: skip
     strips_correct: int = setting(
-        3, "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.", "refine",
+        3, "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.", "refine", answers=True,
         ge=1, le=100,
     )  # fmt: skip
-    refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine")
+    refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine", answers=True)
+    ranking: Literal[RANKINGS] = setting(  # type: ignore[valid-type]
+        "fused", "Strongest strips: fused (the evaluator's score fused with the retrieval order) or evaluator "
+        "(the score alone, as in the paper).", "refine", answers=True,
+    )  # fmt: skip
     model: str = setting(
         DEFAULT_MODEL, "Generator: " + ", ".join(EMBEDDED) + " (the embedded models; see README) or a .gguf path.",
-        "generator",
+        "generator", answers=True,
     )  # fmt: skip
-    task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator")  # type: ignore[valid-type]
-    max_tokens: Optional[int] = setting(None, "Tokens to generate (default: per task).", "generator", ge=1, le=8192)
-    n_ctx: int = setting(4096, "Model context window in tokens.", "generator", ge=256, le=131072)
-    temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", ge=0, le=5)
-    seed: int = setting(0, "Sampling seed.", "generator", ge=0, le=2**32 - 1)
-    threads: Optional[int] = setting(None, "CPU threads for generation (default: all cores).", "generator", ge=1, le=1024)
-    web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web")  # type: ignore[valid-type]
-    searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web")
-    rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web")
-    web_results: int = setting(5, "Result pages to fetch.", "web", ge=1, le=50)
-    wiki_first: bool = setting(False, "Wikipedia results first.", "web")
-    allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web")
-    cache: bool = setting(True, "Use the on-disk web cache.", "web")
-    fetch_timeout: float = setting(10.0, "Connect/read timeout per page and search, seconds.", "web", gt=0, le=600)
-    max_page_bytes: int = setting(2_000_000, "A page body is cut at this many bytes.", "web", ge=1000, le=10**9)
-    cache_ttl: float = setting(7 * 24 * 3600.0, "Web cache expiry, seconds.", "web", ge=0)
-    cache_max_mb: float = setting(200.0, "Web cache size bound, MB (oldest entries go first).", "web", gt=0)
+    task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator", answers=True)  # type: ignore[valid-type]
+    max_tokens: Optional[int] = setting(None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192)
+    n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
+    temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)
+    seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)
+    threads: Optional[int] = setting(None, "CPU threads for generation (default: all cores).", "generator", answers=False, ge=1, le=1024)
+    web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True)  # type: ignore[valid-type]
+    searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web", answers=True)
+    rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web", answers=True)
+    web_results: int = setting(5, "Result pages to fetch.", "web", answers=True, ge=1, le=50)
+    strips_scored: int = setting(
+        40, "Web strips the evaluator scores per question: the best by BM25 within the fetched pages.", "web", answers=True,
+        ge=1, le=10000,
+    )  # fmt: skip
+    wiki_first: bool = setting(False, "Wikipedia results first.", "web", answers=True)
+    allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web", answers=True)
+    cache: bool = setting(True, "Use the on-disk web cache.", "web", answers=False)
+    fetch_timeout: float = setting(10.0, "Connect/read timeout per page and search, seconds.", "web", answers=False, gt=0, le=600)
+    max_page_bytes: int = setting(2_000_000, "A page body is cut at this many bytes.", "web", answers=True, ge=1000, le=10**9)
+    cache_ttl: float = setting(7 * 24 * 3600.0, "Web cache expiry, seconds.", "web", answers=False, ge=0)
+    cache_max_mb: float = setting(200.0, "Web cache size bound, MB (oldest entries go first).", "web", answers=False, gt=0)
 
     @field_validator("index", mode="after")
     @classmethod
@@ -190,6 +208,16 @@ def field_names() -> list[str]:
 
 def group(name: str) -> str:
     return Settings.model_fields[name].json_schema_extra["group"]  # type: ignore[index]
+
+
+def changes_answers(name: str) -> bool:
+    """Whether the setting was declared as one that can change a record's answer."""
+    return bool(Settings.model_fields[name].json_schema_extra["answers"])  # type: ignore[index]
+
+
+def answer_settings() -> tuple[str, ...]:
+    """The settings declared ``answers=True``, in declaration order: what ``--resume`` compares."""
+    return tuple(n for n in Settings.model_fields if changes_answers(n))
 
 
 def names_in(*groups: str) -> tuple[str, ...]:

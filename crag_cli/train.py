@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import __version__, jsonl
+from . import jsonl
+from .version import __version__
 from .calibrate import Item, action_accuracy, calibrate, choose_action_thresholds
 from .errors import CragError
 from .evaltest import auc

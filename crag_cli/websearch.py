@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urljoin, urlsplit
 
-from . import __version__, jsonl
+from . import jsonl
+from .version import __version__
 from .corpus import html_main_text, paragraphs
 from .errors import CragError, one_line
 from .evaluator import Evaluator
@@ -480,6 +481,7 @@ class WebSearch:
         self, backend, evaluator: Evaluator, generator: Generator | None, fetcher: Fetcher,
         results: int = 5, rewrite: bool = True, wiki_first: bool = False, cache: DiskCache | None = None,
         strip_mode: str = "excerption", strips: int = 5, filter_threshold: float = -0.5,
+        ranking: str = "evaluator", strips_scored: int | None = None,
     ) -> None:  # fmt: skip
         self.backend = backend
         self.evaluator = evaluator
@@ -492,6 +494,8 @@ class WebSearch:
         self.strip_mode = strip_mode
         self.strips = strips
         self.filter_threshold = filter_threshold
+        self.ranking = ranking
+        self.strips_scored = strips_scored
 
     def _search(self, query: str) -> list[SearchResult]:
         key = f"search:{self.backend.name}:{getattr(self.backend, 'url', '')}:{self.results}:{query}"
@@ -578,7 +582,8 @@ class WebSearch:
             notes.append("the search returned no results")
         timings["search"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        ext.strips = refine(question, sources, self.evaluator, self.strip_mode, self.strips, self.filter_threshold)
+        ext.strips = refine(question, sources, self.evaluator, self.strip_mode, self.strips, self.filter_threshold,
+                            self.ranking, self.strips_scored, lexical_rank=True)  # fmt: skip
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
         ext.error = "; ".join(notes) or None
         return ext
@@ -602,4 +607,5 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
         results=settings.web_results, rewrite=settings.rewrite, wiki_first=settings.wiki_first, cache=cache,
         strip_mode=settings.strip_mode, strips=settings.strips, filter_threshold=thresholds.filter,
+        ranking=settings.ranking, strips_scored=settings.strips_scored,
     )  # fmt: skip

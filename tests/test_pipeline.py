@@ -109,3 +109,19 @@ def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
     pipe.score_ahead([])  # forgets the group: a question asked again is scored again
     pipe.run(questions[0])
     assert grouped.calls == 4
+
+
+def test_fused_ranking_keeps_the_first_retrieved_passage_when_the_evaluator_prefers_the_last():
+    """An evaluator out of its domain may score a far-down passage highest; fused, the top retrieved strip stays."""
+    passages = [f"Filler passage number {i} about other things entirely. It says nothing here." for i in range(10)]
+    passages[0] = "The bovine coronavirus genome is about 31 kb long. It is a large RNA genome."
+    passages[9] = "Bovine herds are large. Coronavirus outbreaks in herds are studied."
+    scores = {"31 kb": 0.6, "herds": 0.7}
+    for ranking, expected in (("fused", "31 kb"), ("evaluator", "herds")):
+        gen = FakeGenerator("31 kb")
+        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores, default=0.1), TH, gen, strips=5,
+                        strips_correct=1, ranking=ranking)
+        result = pipe.run("What is the size of the bovine coronavirus genome?")
+        assert result.action is Action.CORRECT
+        lines = reference(gen)
+        assert len(lines) == 1 and expected in lines[0], (ranking, lines)

@@ -1,4 +1,19 @@
-from crag_cli.refine import KnowledgeSource, Strip, decompose, excerption, fixed_num, refine, select_strips
+import math
+
+import pytest
+
+from crag_cli.refine import (
+    KnowledgeSource,
+    Strip,
+    decompose,
+    excerption,
+    fixed_num,
+    fuse_ranks,
+    lexical_scores,
+    refine,
+    select_strips,
+    strongest_first,
+)
 
 
 class OverlapEvaluator:
@@ -59,3 +74,56 @@ def test_refine_scores_all_strips_in_one_call_and_recomposes_in_order():
     assert [s.source for s in kept] == ["b"]
     kept = refine("Where was the painter Anna Example born?", sources, ev, mode="fixed_num", top_k=2, threshold=-1)
     assert [s.source for s in kept] == ["a", "b"]  # original order, not score order
+
+
+def test_fuse_ranks_is_reciprocal_rank_fusion():
+    fused = fuse_ranks([0.2, 0.9, 0.5], [0, 1, 2], constant=60)
+    # score ranks (1-based): item 1 first, item 2 second, item 0 third; retrieval ranks 1, 2, 3
+    assert fused == pytest.approx([1 / 63 + 1 / 61, 1 / 61 + 1 / 62, 1 / 62 + 1 / 63])
+
+
+def test_fused_ranking_keeps_retrieval_order_when_the_evaluator_barely_separates():
+    # The evaluator prefers the last retrieved strip; retrieval put it last. Fused, the first passage's strip,
+    # second by score, comes first: agreement of the two orders wins over one order alone.
+    strips = [Strip("first", "p1", "", (0, 0), 0.50, 0), Strip("mid", "p2", "", (1, 0), 0.10, 1),
+              Strip("last", "p3", "", (2, 0), 0.51, 2)]
+    assert [s.text for s in strongest_first(strips, "evaluator")] == ["last", "first", "mid"]
+    assert [s.text for s in strongest_first(strips, "fused")] == ["first", "last", "mid"]
+    assert [s.text for s in select_strips(strips, 1, -1.0, "fused")] == ["first"]
+    with pytest.raises(ValueError, match="unknown ranking"):
+        strongest_first(strips, "bm25")
+
+
+def test_lexical_scores_equal_rank_bm25_with_lucene_idf():
+    from rank_bm25 import BM25Okapi
+
+    from crag_cli.index import TokenizerSettings
+
+    texts = ["The bovine coronavirus genome is 31 kb long.", "Cats sleep all day long.",
+             "Coronaviruses have the largest genomes of RNA viruses.", "the a of", "Bovine herds and cats."]
+    question = "How long is the bovine coronavirus genome?"
+    tok = TokenizerSettings()
+    ref = BM25Okapi(tok.tokenize(texts), k1=1.5, b=0.75)
+    n = len(texts)
+    ref.idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5))
+               for t, df in ((t, sum(t in d for d in ref.doc_freqs)) for t in ref.idf)}
+    expected = ref.get_scores(tok.tokenize([question])[0]) / (1.5 + 1)  # Lucene drops Okapi's constant (k1 + 1)
+    assert lexical_scores(question, texts) == pytest.approx(expected, rel=1e-5)
+    assert lexical_scores("zebra", texts).tolist() == [0.0] * 5
+    assert lexical_scores("the of", ["the a of", "x"]).tolist() == [0.0, 0.0]
+    assert lexical_scores("cats", []).tolist() == []
+
+
+def test_refine_bounds_the_strips_scored_by_a_bm25_first_pass():
+    ev = OverlapEvaluator()
+    filler = " ".join(f"Sentence number {i} says nothing useful about anything here." for i in range(300))
+    page = filler + " The bovine coronavirus genome is about 31 kb long, the largest of RNA viruses. " + filler
+    sources = [KnowledgeSource("https://a.example/page", "A", page)]
+    kept = refine("How long is the bovine coronavirus genome?", sources, ev, top_k=1, threshold=-1,
+                  ranking="fused", max_scored=10, lexical_rank=True)
+    assert ev.calls == [10]  # of the 200 or so strips, only the 10 best by BM25 reached the evaluator
+    assert "31 kb" in kept[0].text
+    assert kept[0].rank == 0  # the best by BM25 within the page
+    ev.calls.clear()
+    refine("How long is the bovine coronavirus genome?", sources, ev, top_k=1, threshold=-1)
+    assert ev.calls == [len(decompose(page))] and len(decompose(page)) > 150  # unbounded: every strip scored

@@ -45,3 +45,31 @@ def test_write_config_keeps_other_keys(tmp_path):
     assert read_config(path) == {"model": "smollm2-135m", "upper": 0.61, "lower": 0.4, "evaluator": "minilm"}
     assert load_settings({}, env={}, cwd=tmp_path).upper == 0.61
     assert isinstance(load_settings({"index": "x"}, env={}, cwd=tmp_path).index, Path)
+
+
+def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
+    """--resume compares the run identity: a setting declared answers=True that it missed would mix records."""
+    from crag_cli.actions import Thresholds
+    from crag_cli.batch import RESOLVED_GROUPS, run_identity
+    from crag_cli.settings import answer_settings, changes_answers, field_names, group
+
+    assert all(isinstance(Settings.model_fields[n].json_schema_extra["answers"], bool) for n in field_names())
+    assert {"top_k", "ranking", "strips", "model", "strips_scored"} <= set(answer_settings())
+    assert not any(changes_answers(n) for n in ("batch_size", "threads", "cache", "fetch_timeout"))
+    th = Thresholds(0.5, -0.5, -0.9)
+    model = "smollm2-135m"  # an embedded model: its fingerprint is the pinned digest, no file is read
+    base = Settings(model=model, web="searxng", searxng_url="http://127.0.0.1:1")
+    before = run_identity(base, "crag", th, {})
+    for name in answer_settings():
+        if group(name) in RESOLVED_GROUPS:
+            continue  # the index and the thresholds enter as their fingerprint and resolved values
+        assert name in before, name
+        if name in ("model", "evaluator", "web", "searxng_url", "task"):
+            continue  # checked by their own fingerprints and tests; a changed value needs real files
+        info = Settings.model_fields[name]
+        choices = [c for c in getattr(info.annotation, "__args__", ()) if isinstance(c, str)]
+        current = getattr(base, name)
+        other = next((c for c in choices if c != current), None)
+        if other is None:
+            other = (not current) if isinstance(current, bool) else (current or 2) - 1
+        assert run_identity(base.replace(**{name: other}), "crag", th, {})[name] != before[name], name
