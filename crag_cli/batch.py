@@ -1,6 +1,6 @@
 """``crag batch`` as a library: the run over a question file, its output guarantees, its summary.
 
-Guarantees (README, "crag batch"):
+Guarantees (docs/commands.md, "crag batch"):
 
 * one record per non-blank input line, in input order; a bad line is an error record;
 * with ``-o OUT`` the records go to ``OUT.partial`` as they are done and the

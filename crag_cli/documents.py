@@ -1,7 +1,7 @@
 """Readers for the documents people have besides plain text: PDF (its text layer, page by page) and Word.
 
 PDF text comes from pypdfium2 (PDFium, the PDF engine of Chromium), chosen by
-measuring (README, "PDF and Word files"; ``benchmarks/pdf_extract.py``): it
+measuring (docs/files-and-safety.md, "PDF and Word files"; ``benchmarks/pdf_extract.py``): it
 recovered every sentence in reading order from a two-column paper, a report
 with tables and a slide deck, as pypdf and pdfminer.six did, and it marks
 the hyphens that TeX puts at line ends (joined here), at 5 to 30 times

