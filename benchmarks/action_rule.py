@@ -81,7 +81,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
-    parser.add_argument("--evaluator", required=True, help="a trained evaluator whose manifest lists its questions (crag train-evaluator keeps them since session 15; the embedded minilm lists them too), as --evaluator takes it")
+    parser.add_argument(
+        "--evaluator",
+        required=True,
+        help="a trained evaluator whose manifest lists its questions (crag train-evaluator keeps them since session 15; the embedded minilm lists them too), as --evaluator takes it",
+    )
     parser.add_argument("--test", type=int, default=200, help="held-out questions (split_popqa.py --test)")
     parser.add_argument("-k", "--top-k", type=int, default=10)
     parser.add_argument("--out", type=Path)
@@ -96,7 +100,9 @@ def main() -> None:
     except CragError as exc:
         parser.error(str(exc))
     if seen_fps is None:
-        parser.error(f"--evaluator {args.evaluator}: not a trained evaluator whose manifest lists its validation questions")
+        parser.error(
+            f"--evaluator {args.evaluator}: not a trained evaluator whose manifest lists its validation questions"
+        )
     # the evaluator's own validation questions, as its manifest lists them (held-out ones are never among them),
     # each once: a question filed twice under two ids is one question
     val, taken = [], set()
@@ -123,12 +129,19 @@ def main() -> None:
             logits = evaluator.logits(pairs) if hasattr(evaluator, "logits") else scores
             pair_holds = [holds_answer(h.passage.text, q["answers"]) for h in hits]
             cosines = cosine.score(pairs) if pairs else []
-            feats.append({
-                "id": q["id"], "holds": any(pair_holds), "pair_holds": pair_holds,
-                "best_score": max(scores, default=-1.0), "best_logit": max(logits, default=-10.0),
-                "bm25_top": hits[0].score if hits else 0.0, "cosine_top": max(cosines, default=-1.0),
-                "logits": [float(z) for z in logits], "cosines": [float(c) for c in cosines],
-            })  # fmt: skip
+            feats.append(
+                {
+                    "id": q["id"],
+                    "holds": any(pair_holds),
+                    "pair_holds": pair_holds,
+                    "best_score": max(scores, default=-1.0),
+                    "best_logit": max(logits, default=-10.0),
+                    "bm25_top": hits[0].score if hits else 0.0,
+                    "cosine_top": max(cosines, default=-1.0),
+                    "logits": [float(z) for z in logits],
+                    "cosines": [float(c) for c in cosines],
+                }
+            )
             print(f"{name}: {len(feats)}/{len(part)}", end="\r", file=sys.stderr)
         rows[name] = feats
     print(file=sys.stderr)
@@ -146,21 +159,33 @@ def main() -> None:
         return lambda v: ((np.asarray(v) - mu) / sd) @ w[:-1] + w[-1]
 
     y = np.array([f["holds"] for f in rows["validation"]], dtype=float)
-    for key, second in (("combined", "bm25_top"), ("with_cosine", "cosine_top")):  # question-level: the best logit and one more
+    for key, second in (
+        ("combined", "bm25_top"),
+        ("with_cosine", "cosine_top"),
+    ):  # question-level: the best logit and one more
         predict = fit(key, np.array([[f["best_logit"], f[second]] for f in rows["validation"]]), y)
         for f in (f for n in rows for f in rows[n]):
             f[key] = float(predict([f["best_logit"], f[second]]))
     # pair-level: every pair's logit and cosine, fitted on the validation pairs; a question keeps its best pair
-    predict = fit("pair_cosine", np.array([[z, c] for f in rows["validation"] for z, c in zip(f["logits"], f["cosines"])]),
-                  np.array([h for f in rows["validation"] for h in f["pair_holds"]], dtype=float))  # fmt: skip
+    predict = fit(
+        "pair_cosine",
+        np.array([[z, c] for f in rows["validation"] for z, c in zip(f["logits"], f["cosines"])]),
+        np.array([h for f in rows["validation"] for h in f["pair_holds"]], dtype=float),
+    )
     for f in (f for n in rows for f in rows[n]):
         f["pair_cosine"] = float(np.max(predict(np.array([f["logits"], f["cosines"]]).T))) if f["logits"] else -10.0
 
-    table = ["| rule | thresholds from | upper | lower | held-out action accuracy | C/A/I | ceiling on held-out |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    table = [
+        "| rule | thresholds from | upper | lower | held-out action accuracy | C/A/I | ceiling on held-out |",
+        "|---|---|---|---|---|---|---|",
+    ]
     results = {}
-    for rule, key in (("best score", "best_score"), ("best logit + BM25", "combined"),
-                      ("best logit + top cosine", "with_cosine"), ("pair logit + cosine", "pair_cosine")):
+    for rule, key in (
+        ("best score", "best_score"),
+        ("best logit + BM25", "combined"),
+        ("best logit + top cosine", "with_cosine"),
+        ("pair logit + cosine", "pair_cosine"),
+    ):
         if key == "best_score" and "calibrated" in thresholds.source:
             up, lo, src = thresholds.upper, thresholds.lower, "stored with the evaluator"
         else:
@@ -171,17 +196,19 @@ def main() -> None:
         cia = f"{counts['correct']}/{counts['ambiguous']}/{counts['incorrect']}"
         table.append(f"| {rule} | {src} | {up:.4f} | {lo:.4f} | {acc:.1%} | {cia} | {top:.1%} |")
         results[rule] = {"upper": up, "lower": lo, "action_accuracy": acc, "actions": counts, "ceiling": top}
-    text = (f"{len(test)} held-out questions (retrieval holds the answer for "
-            f"{np.mean([f['holds'] for f in rows['held-out']]):.1%}), {len(val)} validation questions, "
-            f"evaluator {args.evaluator}, top-{args.top_k}\n\n" + "\n".join(table))  # fmt: skip
+    text = (
+        f"{len(test)} held-out questions (retrieval holds the answer for "
+        f"{np.mean([f['holds'] for f in rows['held-out']]):.1%}), {len(val)} validation questions, "
+        f"evaluator {args.evaluator}, top-{args.top_k}\n\n" + "\n".join(table)
+    )
     text += f"\n\n**{seen_note}**" if seen_note else ""
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "action_rule.md").write_text(text + "\n")
-        (args.out / "action_rule.json").write_text(json.dumps(
-            {"results": results, "fits": weights, "questions": rows},
-            indent=1))  # fmt: skip
+        (args.out / "action_rule.json").write_text(
+            json.dumps({"results": results, "fits": weights, "questions": rows}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ def read_run(folder: Path, modes: list[str]) -> tuple[dict[str, dict], dict[str,
     records = {}
     for mode in modes:
         path = folder / f"records-{mode}.jsonl"
-        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] if path.exists() else []
+        rows = (
+            [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] if path.exists() else []
+        )
         if [r.get("id") for r in rows[: len(ids)]] != ids:
             raise ValueError(f"{path}: no records for all {len(ids)} questions of {folder} in their order")
         records[mode] = rows[: len(ids)]
@@ -106,8 +108,13 @@ def join(runs: list[Path], modes: list[str]) -> tuple[dict, list[dict]]:
 
 def fold_table(folds: list[dict], modes: list[str]) -> str:
     """Markdown: per fold, its questions, its evaluator and each mode's accuracy."""
-    lines = ["", "Per fold (each answered with the evaluator named, trained without the fold's questions):", "",
-             "| run | questions | evaluator | " + " | ".join(modes) + " |", "|---|---|---|" + "---|" * len(modes)]
+    lines = [
+        "",
+        "Per fold (each answered with the evaluator named, trained without the fold's questions):",
+        "",
+        "| run | questions | evaluator | " + " | ".join(modes) + " |",
+        "|---|---|---|" + "---|" * len(modes),
+    ]
     for f in folds:
         acc = " | ".join(f"{f['accuracy'][m]:.1%}" for m in modes)
         lines.append(f"| {f['run']} | {f['n']} | {', '.join(f['evaluators']) or '–'} | {acc} |")

@@ -36,8 +36,9 @@ def main() -> None:
 
     index = BM25Index.load(args.index)
     lines = [x for x in args.questions.read_text().splitlines() if x.strip()][: args.questions_n]
-    per_question = [[(q, h.passage.text) for h in index.search(q, args.k)] for q in
-                    (json.loads(x)["question"] for x in lines)]  # fmt: skip
+    per_question = [
+        [(q, h.passage.text) for h in index.search(q, args.k)] for q in (json.loads(x)["question"] for x in lines)
+    ]
     every = [pair for pairs in per_question for pair in pairs]
     from crag_cli.settings import Settings
 
@@ -55,8 +56,11 @@ def main() -> None:
                 for i in range(0, len(per_question), g):
                     ev.score([pair for pairs in per_question[i : i + g] for pair in pairs])
                 rates.append(f"{g} per call {len(every) / (time.perf_counter() - start):.1f}")
-            print(f"threads {threads}, batch size {batch_size}{' (default)' if batch_size == default else ''}: "
-                  f"pairs/s with questions " + "; ".join(rates), flush=True)
+            print(
+                f"threads {threads}, batch size {batch_size}{' (default)' if batch_size == default else ''}: "
+                f"pairs/s with questions " + "; ".join(rates),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

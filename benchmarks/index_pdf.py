@@ -50,8 +50,11 @@ def make_folders(work: Path, files: int, pages: int) -> tuple[Path, Path]:
 def index(folder: Path, target: Path) -> tuple[float, int, str]:
     """Seconds, peak RSS (KiB) and crag's last line for one ``crag index`` run in its own process."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "crag_cli", "index", str(folder), "--index", str(target), "--force"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crag_cli", "index", str(folder), "--index", str(target), "--force"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     err = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
@@ -69,13 +72,17 @@ def main(argv: list[str] | None = None) -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="index-pdf-"))
     t0 = time.perf_counter()
     pdfs, txts = make_folders(work, args.files, args.pages)
-    print(f"made {args.files} PDFs of {args.pages} pages and the same text as .txt in {time.perf_counter() - t0:.0f} s "
-          f"({sum(p.stat().st_size for p in pdfs.iterdir()) / 1e6:.1f} MB of PDF) in {work}")  # fmt: skip
+    print(
+        f"made {args.files} PDFs of {args.pages} pages and the same text as .txt in {time.perf_counter() - t0:.0f} s "
+        f"({sum(p.stat().st_size for p in pdfs.iterdir()) / 1e6:.1f} MB of PDF) in {work}"
+    )
     print("\n| folder | files | pages | seconds | pages/s | peak memory | result |\n|---|---|---|---|---|---|---|")
     for name, folder in (("PDF", pdfs), (".txt", txts)):
         seconds, rss, last = index(folder, work / f"index-{name.strip('.').lower()}")
         pages = args.files * args.pages
-        print(f"| {name} | {args.files} | {pages} | {seconds:.1f} | {pages / seconds:.0f} | {rss / 1024:.0f} MiB | {last} |")
+        print(
+            f"| {name} | {args.files} | {pages} | {seconds:.1f} | {pages / seconds:.0f} | {rss / 1024:.0f} MiB | {last} |"
+        )
 
 
 if __name__ == "__main__":

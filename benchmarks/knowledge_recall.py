@@ -67,7 +67,11 @@ def main(argv: list[str] | None = None) -> None:
         c[result.action.value] += 1
         for k in (3, 5, 10):
             c[f"top{k}"] += any(holds_answer(t, gold) for t in texts[:k])
-        kept = [h.passage.text for h, _ in pipe._kept(result.hits, result.scores)] if result.action is not Action.INCORRECT else []
+        kept = (
+            [h.passage.text for h, _ in pipe._kept(result.hits, result.scores)]
+            if result.action is not Action.INCORRECT
+            else []
+        )
         c["kept"] += any(holds_answer(t, gold) for t in kept)
         c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
         strips = []
@@ -81,17 +85,23 @@ def main(argv: list[str] | None = None) -> None:
             c["correct_refined"] += any(holds_answer(s.text, gold) for s in strips)
         if i % 25 == 0:
             print(f"{i}/{len(questions)}", file=sys.stderr)
-    print(f"{len(questions)} questions of {args.questions or args.data / 'questions.dev.jsonl'}; evaluator "
-          f"{settings.evaluator}; thresholds upper {pipe.thresholds.upper:g}, lower {pipe.thresholds.lower:g}; "
-          f"{' '.join(args.set) or 'default refinement'}\n")
-    print("| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | first 3 kept | refined strips "
-          "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"{len(questions)} questions of {args.questions or args.data / 'questions.dev.jsonl'}; evaluator "
+        f"{settings.evaluator}; thresholds upper {pipe.thresholds.upper:g}, lower {pipe.thresholds.lower:g}; "
+        f"{' '.join(args.set) or 'default refinement'}\n"
+    )
+    print(
+        "| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | first 3 kept | refined strips "
+        "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
     for place, c in rows.items():
         n = c["n"]
-        print(f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
-              f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
-              f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | "
-              f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |")
+        print(
+            f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
+            f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
+            f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | "
+            f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |"
+        )
 
 
 if __name__ == "__main__":

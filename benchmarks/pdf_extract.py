@@ -26,8 +26,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-WORDS = ("quokka lantern harbour granite meadow falcon copper violet orchard tundra beacon saffron glacier "
-         "willow ember canyon walnut prairie cobalt juniper").split()  # fmt: skip
+WORDS = (
+    "quokka lantern harbour granite meadow falcon copper violet orchard tundra beacon saffron glacier "
+    "willow ember canyon walnut prairie cobalt juniper"
+).split()
 
 
 def sentence(n: int) -> str:
@@ -60,7 +62,9 @@ def table_report(path: Path, pages: int = 5) -> list[str]:
     class Report(FPDF):
         def header(self):
             self.set_font("Helvetica", "I", 8)
-            self.cell(0, 8, "Annual Report 2025 - Harbour Authority - CONFIDENTIAL", align="C", new_x="LMARGIN", new_y="NEXT")
+            self.cell(
+                0, 8, "Annual Report 2025 - Harbour Authority - CONFIDENTIAL", align="C", new_x="LMARGIN", new_y="NEXT"
+            )
 
         def footer(self):
             self.set_y(-12)
@@ -79,7 +83,9 @@ def table_report(path: Path, pages: int = 5) -> list[str]:
         with pdf.table(col_widths=(30, 50, 40, 40)) as table:
             table.row(("Station", "Species", "Count", "Season"))
             for i in range(8):  # rows that differ from page to page: only the header row recurs
-                table.row((WORDS[(i + page) % 20], WORDS[(i + 5 + 3 * page) % 20], str(100 + i * 7 + page), str(i % 4 + 1)))
+                table.row(
+                    (WORDS[(i + page) % 20], WORDS[(i + 5 + 3 * page) % 20], str(100 + i * 7 + page), str(i % 4 + 1))
+                )
         pdf.ln(4)
         for _ in range(3):
             pdf.multi_cell(0, 5, sentence(n), new_x="LMARGIN", new_y="NEXT")
@@ -120,7 +126,10 @@ def pdfminer_pages(path: Path) -> list[str]:
     from pdfminer.high_level import extract_pages
     from pdfminer.layout import LTTextContainer
 
-    return ["".join(el.get_text() for el in layout if isinstance(el, LTTextContainer)) for layout in extract_pages(str(path))]
+    return [
+        "".join(el.get_text() for el in layout if isinstance(el, LTTextContainer))
+        for layout in extract_pages(str(path))
+    ]
 
 
 def pdfium_pages(path: Path) -> list[str]:
@@ -167,15 +176,20 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="pdf-extract-"))
     out.mkdir(parents=True, exist_ok=True)
     made = {}
-    for name, maker in (("two-column paper", two_column_paper), ("report with tables", table_report),
-                        ("slide deck", slide_deck)):  # fmt: skip
+    for name, maker in (
+        ("two-column paper", two_column_paper),
+        ("report with tables", table_report),
+        ("slide deck", slide_deck),
+    ):
         path = out / (name.replace(" ", "-") + ".pdf")
         made[path] = (name, maker(path))
     for path in args.real:
         made[path] = (path.name, [])
     for path, (name, known) in made.items():
         print(f"\n### {name} ({path.name})\n")
-        print("| library | pages | pages/s | sentences found | in order | repeated lines | hyphen-split | empty pages |")
+        print(
+            "| library | pages | pages/s | sentences found | in order | repeated lines | hyphen-split | empty pages |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for lib, fn in EXTRACTORS.items():
             times, pages = [], []
@@ -185,8 +199,10 @@ def main(argv: list[str] | None = None) -> None:
                 times.append(time.perf_counter() - t0)
             q = quality(pages, known)
             rate = len(pages) / statistics.median(times)
-            print(f"| {lib} | {len(pages)} | {rate:.1f} | {q['found']} | {q['order']} | {q['repeated']} | "
-                  f"{q['hyphen']} | {q['empty']} |")  # fmt: skip
+            print(
+                f"| {lib} | {len(pages)} | {rate:.1f} | {q['found']} | {q['order']} | {q['repeated']} | "
+                f"{q['hyphen']} | {q['empty']} |"
+            )
         sys.stdout.flush()
 
 

@@ -171,7 +171,9 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "n": n,
         "accuracy": round(right_word / n, 4) if n else None,
         "accuracy_substring": round(right_substring / n, 4) if n else None,
-        "reader_efficiency": round(sum(v[1] for v in relations.values()) / knowledge_holds, 4) if knowledge_holds else None,
+        "reader_efficiency": round(sum(v[1] for v in relations.values()) / knowledge_holds, 4)
+        if knowledge_holds
+        else None,
         "reader_efficiency_by_relation": {k: [v[1], v[0]] for k, v in sorted(relations.items())},
         "grounded": round(sum(grounded) / len(grounded), 4) if grounded else None,
         "actions": actions,
@@ -189,16 +191,25 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "by_action": _means(groups["action"]),
         "by_place": _means(groups["place"]),
         "max_seconds": round(max(((r.get("timings") or {}).get("total", 0.0) for r in records), default=0.0), 2),
-        "slowest": [{"id": r["id"], "action": r.get("action"), **{k: round(v, 2) for k, v in (r.get("timings") or {}).items()}}
-                    for r in sorted(records, key=lambda r: -(r.get("timings") or {}).get("total", 0.0))[:5]],
+        "slowest": [
+            {"id": r["id"], "action": r.get("action"), **{k: round(v, 2) for k, v in (r.get("timings") or {}).items()}}
+            for r in sorted(records, key=lambda r: -(r.get("timings") or {}).get("total", 0.0))[:5]
+        ],
     }
 
 
 def _means(groups: dict[str, dict]) -> dict[str, dict]:
     """Per group: ``n`` and the shares (span found, knowledge holds it) and means (F1, token recall)."""
-    return {k: {"n": g["n"], "span": round(g["span"] / g["n"], 4), "f1": round(g["f1"] / g["n"], 4),
-                "recall": round(g["recall"] / g["n"], 4), "knowledge": round(g["knowledge"] / g["n"], 4)}
-            for k, g in sorted(groups.items())}  # fmt: skip
+    return {
+        k: {
+            "n": g["n"],
+            "span": round(g["span"] / g["n"], 4),
+            "f1": round(g["f1"] / g["n"], 4),
+            "recall": round(g["recall"] / g["n"], 4),
+            "knowledge": round(g["knowledge"] / g["n"], 4),
+        }
+        for k, g in sorted(groups.items())
+    }
 
 
 def paired(records: list[dict], baseline: list[dict]) -> dict:
@@ -230,9 +241,13 @@ def paired(records: list[dict], baseline: list[dict]) -> dict:
     k, m = min(only_mode, only_base), only_mode + only_base
     p = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
     return {
-        "n": n, "difference": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)],
-        "only_mode": only_mode, "only_baseline": only_base, "p_value": float(f"{p:.3g}"),
-    }  # fmt: skip
+        "n": n,
+        "difference": round(mean, 4),
+        "ci95": [round(mean - half, 4), round(mean + half, 4)],
+        "only_mode": only_mode,
+        "only_baseline": only_base,
+        "p_value": float(f"{p:.3g}"),
+    }
 
 
 def paired_f1(records: list[dict], baseline: list[dict]) -> dict:
@@ -254,23 +269,36 @@ def paired_f1(records: list[dict], baseline: list[dict]) -> dict:
 
 def paired_table(results: dict) -> str:
     """Markdown lines for the modes paired with a plain-RAG baseline (empty when none is)."""
-    rows = [(mode, base, v) for mode, m in results.items()
-            for base, v in (m.get("vs") or ({"rag": m["vs_rag"]} if "vs_rag" in m else {})).items() if v.get("n")]
+    rows = [
+        (mode, base, v)
+        for mode, m in results.items()
+        for base, v in (m.get("vs") or ({"rag": m["vs_rag"]} if "vs_rag" in m else {})).items()
+        if v.get("n")
+    ]
     if not rows:
         return ""
-    lines = ["", "Paired with plain RAG on the same questions:", "",
-             "| mode | baseline | n | accuracy − baseline | 95% CI | right only here | right only with baseline | McNemar p |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Paired with plain RAG on the same questions:",
+        "",
+        "| mode | baseline | n | accuracy − baseline | 95% CI | right only here | right only with baseline | McNemar p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for mode, base, v in rows:
         lines.append(
             f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
             f"{v['ci95'][1] * 100:+.1f} | {v['only_mode']} | {v['only_baseline']} | {v['p_value']:.3g} |"
         )
-    f1_rows = [(mode, base, v) for mode, m in results.items() for base, v in (m.get("vs_f1") or {}).items() if v.get("n")]
+    f1_rows = [
+        (mode, base, v) for mode, m in results.items() for base, v in (m.get("vs_f1") or {}).items() if v.get("n")
+    ]
     if f1_rows:
         lines += ["", "| mode | baseline | n | token F1 − baseline | 95% CI |", "|---|---|---|---|---|"]
-        lines += [f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
-                  f"{v['ci95'][1] * 100:+.1f} |" for mode, base, v in f1_rows]  # fmt: skip
+        lines += [
+            f"| {mode} | {base} | {v['n']} | {v['difference'] * 100:+.1f} pts | {v['ci95'][0] * 100:+.1f} to "
+            f"{v['ci95'][1] * 100:+.1f} |"
+            for mode, base, v in f1_rows
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -279,17 +307,26 @@ def web_only_table(results: dict) -> str:
     rows = [(mode, m["web_only"]) for mode, m in results.items() if (m.get("web_only") or {}).get("n")]
     if not rows:
         return ""
-    lines = ["", "Web-only questions (`answer_in_web` and not `answer_in_local`):", "",
-             "| mode | n | sent to the web | answered |", "|---|---|---|---|"]
+    lines = [
+        "",
+        "Web-only questions (`answer_in_web` and not `answer_in_local`):",
+        "",
+        "| mode | n | sent to the web | answered |",
+        "|---|---|---|---|",
+    ]
     for mode, w in rows:
-        lines.append(f"| {mode} | {w['n']} | {w['to_web']} ({w['to_web'] / w['n']:.0%}) | "
-                     f"{w['answered']} ({w['answered'] / w['n']:.0%}) |")
+        lines.append(
+            f"| {mode} | {w['n']} | {w['to_web']} ({w['to_web'] / w['n']:.0%}) | "
+            f"{w['answered']} ({w['answered'] / w['n']:.0%}) |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def table(results: dict) -> str:
-    head = ("| mode | n | accuracy | (substring) | reader efficiency | actions (C/A/I) | action acc. | "
-            "knowledge holds answer | prompt tokens | s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |")
+    head = (
+        "| mode | n | accuracy | (substring) | reader efficiency | actions (C/A/I) | action acc. | "
+        "knowledge holds answer | prompt tokens | s/question | " + " | ".join(f"{s} s" for s in STAGES) + " |"
+    )
     lines = [head, "|" + "---|" * (10 + len(STAGES))]
     for mode, m in results.items():
         a = m["actions"]
@@ -301,26 +338,42 @@ def table(results: dict) -> str:
             f"{m['prompt_tokens']} | "
             f"{m['seconds_per_question']:.2f} | " + " | ".join(f"{m['stage_seconds'][s]:.2f}" for s in STAGES) + " |"
         )
-    return ("\n".join(lines) + "\n" + in_sample_lines(results) + paired_table(results) + web_only_table(results)
-            + group_tables(results) + slowest_table(results) + relation_table(results))  # fmt: skip
+    return (
+        "\n".join(lines)
+        + "\n"
+        + in_sample_lines(results)
+        + paired_table(results)
+        + web_only_table(results)
+        + group_tables(results)
+        + slowest_table(results)
+        + relation_table(results)
+    )
 
 
 def group_tables(results: dict) -> str:
     """Span found, token F1 and recall, and knowledge recall: overall, per action, local against web-only."""
     if not any("f1" in m for m in results.values()):
         return ""
-    lines = ["", "Answers and knowledge (span found and knowledge recall: whole words; F1 and recall: SQuAD tokens):", "",
-             "| mode | questions | n | span found | token F1 | token recall | knowledge holds span | max s |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Answers and knowledge (span found and knowledge recall: whole words; F1 and recall: SQuAD tokens):",
+        "",
+        "| mode | questions | n | span found | token F1 | token recall | knowledge holds span | max s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for mode, m in results.items():
         if "f1" not in m:
             continue
-        lines.append(f"| {mode} | all | {m['n']} | {m['accuracy']:.1%} | {m['f1'] * 100:.1f} | "
-                     f"{m['token_recall'] * 100:.1f} | {m['knowledge_holds_answer']:.1%} | {m['max_seconds']:.1f} |")
+        lines.append(
+            f"| {mode} | all | {m['n']} | {m['accuracy']:.1%} | {m['f1'] * 100:.1f} | "
+            f"{m['token_recall'] * 100:.1f} | {m['knowledge_holds_answer']:.1%} | {m['max_seconds']:.1f} |"
+        )
         for kind in ("by_place", "by_action"):
             for key, g in (m.get(kind) or {}).items():
-                lines.append(f"| {mode} | {key} | {g['n']} | {g['span']:.1%} | {g['f1'] * 100:.1f} | "
-                             f"{g['recall'] * 100:.1f} | {g['knowledge']:.1%} | |")  # fmt: skip
+                lines.append(
+                    f"| {mode} | {key} | {g['n']} | {g['span']:.1%} | {g['f1'] * 100:.1f} | "
+                    f"{g['recall'] * 100:.1f} | {g['knowledge']:.1%} | |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -329,18 +382,29 @@ def slowest_table(results: dict) -> str:
     rows = [(mode, r) for mode, m in results.items() for r in m.get("slowest") or []]
     if not rows:
         return ""
-    lines = ["", "Slowest questions:", "", "| mode | id | action | total s | " + " | ".join(STAGES) + " | rewrite |",
-             "|---|---|---|---|" + "---|" * (len(STAGES) + 1)]
+    lines = [
+        "",
+        "Slowest questions:",
+        "",
+        "| mode | id | action | total s | " + " | ".join(STAGES) + " | rewrite |",
+        "|---|---|---|---|" + "---|" * (len(STAGES) + 1),
+    ]
     for mode, r in rows:
-        lines.append(f"| {mode} | {r['id']} | {r.get('action') or '–'} | {r.get('total', 0):.1f} | "
-                     + " | ".join(f"{r.get(s, 0):.1f}" for s in STAGES) + f" | {r.get('rewrite', 0):.1f} |")
+        lines.append(
+            f"| {mode} | {r['id']} | {r.get('action') or '–'} | {r.get('total', 0):.1f} | "
+            + " | ".join(f"{r.get(s, 0):.1f}" for s in STAGES)
+            + f" | {r.get('rewrite', 0):.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def in_sample_lines(results: dict) -> str:
     """A warning under the table for each mode whose evaluator has seen some of the questions."""
-    lines = [f"- **{mode}**: " + in_sample_note(m["in_sample"], m["n"])
-             for mode, m in results.items() if any((m.get("in_sample") or {}).values())]  # fmt: skip
+    lines = [
+        f"- **{mode}**: " + in_sample_note(m["in_sample"], m["n"])
+        for mode, m in results.items()
+        if any((m.get("in_sample") or {}).values())
+    ]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
@@ -349,8 +413,13 @@ def relation_table(results: dict) -> str:
     rels = sorted({r for m in results.values() for r in m.get("reader_efficiency_by_relation", {})})
     if not rels:
         return ""
-    lines = ["", "Reader efficiency by relation (answered / knowledge holds a gold answer):", "",
-             "| mode | " + " | ".join(rels) + " |", "|---|" + "---|" * len(rels)]  # fmt: skip
+    lines = [
+        "",
+        "Reader efficiency by relation (answered / knowledge holds a gold answer):",
+        "",
+        "| mode | " + " | ".join(rels) + " |",
+        "|---|" + "---|" * len(rels),
+    ]
     for mode, m in results.items():
         by = m.get("reader_efficiency_by_relation", {})
         lines.append(f"| {mode} | " + " | ".join(f"{by[r][0]}/{by[r][1]}" if r in by else "–" for r in rels) + " |")
@@ -369,7 +438,7 @@ def chart(results: dict, path: Path) -> None:
     bars = ax1.bar(modes, acc, color="#4c72b0")
     ax1.bar_label(bars, fmt="%.1f")
     ax1.set_ylabel("accuracy (%)")
-    ax1.set_title("span found per mode (n = " + ", ".join(sorted({str(results[m]['n']) for m in modes})) + ")")
+    ax1.set_title("span found per mode (n = " + ", ".join(sorted({str(results[m]["n"]) for m in modes})) + ")")
     bottom = [0.0] * len(modes)
     for s in STAGES:
         vals = [results[m]["stage_seconds"][s] for m in modes]
@@ -389,8 +458,16 @@ def made_with(records: list[dict], evaluator: str | None) -> bool:
     return evaluator is None or all(r.get("evaluator") == evaluator for r in records)
 
 
-def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: str, out: Path, ids: list[str],
-             evaluator: str | None = None) -> list[dict]:
+def run_mode(
+    mode: str,
+    questions_file: Path,
+    index: Path,
+    web_url: str,
+    model: str,
+    out: Path,
+    ids: list[str],
+    evaluator: str | None = None,
+) -> list[dict]:
     """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR.
 
     ``evaluator`` (an absolute spec; ``None``: crag's default) is given to the
@@ -409,20 +486,39 @@ def run_mode(mode: str, questions_file: Path, index: Path, web_url: str, model: 
             except json.JSONDecodeError:  # a line cut off by an interruption ends what is usable
                 break
         if not made_with(existing[:n], wanted):
-            print(f"{mode}: {source.name} was made with another evaluator than {wanted}: answering again",
-                  file=sys.stderr)
+            print(
+                f"{mode}: {source.name} was made with another evaluator than {wanted}: answering again", file=sys.stderr
+            )
             existing = []
         if source == records_path and len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
             print(f"{mode}: reusing the first {n} records of {records_path}", file=sys.stderr)
             return existing[:n]
     has_manifest = records_path.with_name(records_path.name + ".run.json").exists()
     resume = has_manifest and bool(existing) and [r.get("id") for r in existing] == ids[: len(existing)]
-    args = [a for part in MODES[mode] for a in
-            (["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part])]
+    args = [
+        a
+        for part in MODES[mode]
+        for a in (
+            ["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part]
+        )
+    ]
     if evaluator and mode in EVALUATES:
         args += ["--evaluator", evaluator]
-    cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions_file), "-o", str(records_path),
-           "--index", str(index), "--model", model, *args, "--resume" if resume else "--overwrite"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "crag_cli",
+        "batch",
+        str(questions_file),
+        "-o",
+        str(records_path),
+        "--index",
+        str(index),
+        "--model",
+        model,
+        *args,
+        "--resume" if resume else "--overwrite",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
     print(f"{mode}: {' '.join(cmd)}", file=sys.stderr)
     start = time.perf_counter()
@@ -443,13 +539,19 @@ def parse_modes(parser: argparse.ArgumentParser, text: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmark of crag's modes on a bench folder (PopQA, COVID-QA, ...).")
-    parser.add_argument("--data", type=Path, required=True,
-                        help="folder with docs/ or corpus.jsonl, web.jsonl, questions.dev.jsonl")
-    parser.add_argument("--questions", type=Path, default=None,
-                        help="questions to ask (default: DIR/questions.dev.jsonl), before --limit and --sample")
+    parser.add_argument(
+        "--data", type=Path, required=True, help="folder with docs/ or corpus.jsonl, web.jsonl, questions.dev.jsonl"
+    )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="questions to ask (default: DIR/questions.dev.jsonl), before --limit and --sample",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
-    parser.add_argument("--sample", type=int, default=None,
-                        help="N questions spread over the file (every len/N-th), after --limit")
+    parser.add_argument(
+        "--sample", type=int, default=None, help="N questions spread over the file (every len/N-th), after --limit"
+    )
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
@@ -478,7 +580,9 @@ def main() -> None:
     in_sample = None
     if EVALUATES & set(modes):  # said before anything runs: numbers on seen questions are not out of sample
         try:
-            in_sample = evaluator_in_sample([q["question"] for q in questions.values()], evaluator or Settings().evaluator)
+            in_sample = evaluator_in_sample(
+                [q["question"] for q in questions.values()], evaluator or Settings().evaluator
+            )
         except EvaluatorError as exc:
             parser.error(str(exc))
         if in_sample and any(in_sample.values()):

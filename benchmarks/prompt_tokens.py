@@ -34,8 +34,15 @@ def main(argv: list[str] | None = None) -> None:
         gen.load()
         same = differ = 0
         for question in questions[: args.n]:
-            items = [KnowledgeItem(f"Passage {j} about {question} with 1,234 and\n new lines.\n\n  indented", "s",
-                                   f"Title {j}", "high" if j else "") for j in range(3)]  # fmt: skip
+            items = [
+                KnowledgeItem(
+                    f"Passage {j} about {question} with 1,234 and\n new lines.\n\n  indented",
+                    "s",
+                    f"Title {j}",
+                    "high" if j else "",
+                )
+                for j in range(3)
+            ]
             for messages in (build_messages(question, items), build_messages(question, [])):
                 rendered = gen._formatter(messages=messages)
                 whole = gen._llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)

@@ -29,10 +29,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10])
     args = ap.parse_args(argv)
     if not args.index.exists():
-        subprocess.run([sys.executable, "-m", "crag_cli", "index", str(args.bench / "docs"), "--index", str(args.index)],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "crag_cli", "index", str(args.bench / "docs"), "--index", str(args.index)],
+            check=True,
+        )
     ix = BM25Index.load(args.index)
-    questions = [json.loads(line) for line in (args.bench / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
+    questions = [
+        json.loads(line) for line in (args.bench / "questions.dev.jsonl").read_text().splitlines() if line.strip()
+    ]
     local = [q for q in questions if q.get("answer_in_local")]
     top = max(args.k)
     doc_hit = {k: 0 for k in args.k}
@@ -46,7 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(local)} local questions of {len(questions)}; index {args.index}")
     print("| k | document in top k | gold span in top k |\n|---|---|---|")
     for k in args.k:
-        print(f"| {k} | {doc_hit[k] / len(local):.1%} ({doc_hit[k]}) | {span_hit[k] / len(local):.1%} ({span_hit[k]}) |")
+        print(
+            f"| {k} | {doc_hit[k] / len(local):.1%} ({doc_hit[k]}) | {span_hit[k] / len(local):.1%} ({span_hit[k]}) |"
+        )
 
 
 if __name__ == "__main__":

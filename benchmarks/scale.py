@@ -151,9 +151,12 @@ def chart(rows: list[dict], path: Path) -> None:
         axes[0].plot(x, [r[key] for r in rows], marker="o", label=label)
     for key, label in [("query_p50_ms", "query p50 (ms)"), ("query_p99_ms", "query p99 (ms)")]:
         axes[1].plot(x, [r[key] for r in rows], marker="o", label=label)
-    for key, label in [("disk_mb", "index on disk (MB)"), ("build_peak_mb", "build peak RSS (MB)"),
-                       ("anon_after_queries_mb", "loaded index, private RSS (MB)"),
-                       ("rss_after_queries_mb", "loaded index, all RSS (MB)")]:  # fmt: skip
+    for key, label in [
+        ("disk_mb", "index on disk (MB)"),
+        ("build_peak_mb", "build peak RSS (MB)"),
+        ("anon_after_queries_mb", "loaded index, private RSS (MB)"),
+        ("rss_after_queries_mb", "loaded index, all RSS (MB)"),
+    ]:
         axes[2].plot(x, [r[key] for r in rows], marker="o", label=label)
     for ax, title in zip(axes, ["time", "query latency", "memory and disk"]):
         ax.set_xscale("log")
@@ -167,7 +170,9 @@ def chart(rows: list[dict], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Index cost against collection size.")
-    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser.add_argument(
+        "--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl"
+    )
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=205, help="PopQA dev questions to time (5 warm up)")
     parser.add_argument("--out", type=Path, required=True)
@@ -177,11 +182,16 @@ def main() -> None:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="scale-work-", dir=out))  # a new folder of this run's own: removed after
-    texts = [json.loads(x)["text"] for name in ("corpus.jsonl", "web.jsonl")
-             for x in (args.data / name).read_text(encoding="utf-8").splitlines() if x.strip()]  # fmt: skip
+    texts = [
+        json.loads(x)["text"]
+        for name in ("corpus.jsonl", "web.jsonl")
+        for x in (args.data / name).read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
     pool = sentences(texts)
-    questions = [json.loads(x)["question"] for x in (args.data / "questions.dev.jsonl").read_text().splitlines()
-                 if x.strip()][: args.queries]  # fmt: skip
+    questions = [
+        json.loads(x)["question"] for x in (args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()
+    ][: args.queries]
     machine = f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}"
     print(f"scale: {len(pool)} sentences to recombine; {machine}", file=sys.stderr)
     rows = []

@@ -38,7 +38,7 @@ from crag_cli.train import question_key  # noqa: E402
 
 def split(lines: list[str], test: int) -> tuple[list[str], list[str]]:
     """``(train, test)``: ``test`` is :func:`popqa.spread_sample` of ``lines``, ``train`` every other line."""
-    (train, held), = folds(lines, test, 1)
+    ((train, held),) = folds(lines, test, 1)
     return train, held
 
 
@@ -69,8 +69,12 @@ def folds(lines: list[str], test: int, k: int) -> list[tuple[list[str], list[str
     parts = []
     for m in members:
         asked = {keys[i] for i in m}
-        parts.append(([x for i, x in enumerate(lines) if i not in m and keys[i] not in asked],
-                      [x for i, x in enumerate(lines) if i in m]))  # fmt: skip
+        parts.append(
+            (
+                [x for i, x in enumerate(lines) if i not in m and keys[i] not in asked],
+                [x for i, x in enumerate(lines) if i in m],
+            )
+        )
     return parts
 
 
@@ -83,14 +87,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.folds < 1:
         parser.error("--folds must be at least 1")
-    lines = [line for line in (args.data / "questions.dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        line for line in (args.data / "questions.dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     for n, line in enumerate(lines, 1):  # folds() reads each line's question
         try:
             ok = isinstance(json.loads(line).get("question"), str)
         except (ValueError, AttributeError):
             ok = False
         if not ok:
-            parser.error(f"questions.dev.jsonl line {n}: not a JSON object with a \"question\" string")
+            parser.error(f'questions.dev.jsonl line {n}: not a JSON object with a "question" string')
     parts = folds(lines, args.test, args.folds)
     for i, (train, test) in enumerate(parts, 1):
         folder = args.out / f"fold-{i}" if args.folds > 1 else args.out
@@ -98,9 +104,11 @@ def main() -> None:
         (folder / "train.jsonl").write_text("\n".join(train) + "\n", encoding="utf-8")
         (folder / "test.jsonl").write_text("\n".join(test) + "\n", encoding="utf-8")
         twins = len(lines) - len(test) - len(train)
-        print(f"{folder}: {len(train)} training questions, {len(test)} held out"
-              + (f" ({twins} left out of training: they ask a held-out question word for word)" if twins else ""),
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{folder}: {len(train)} training questions, {len(test)} held out"
+            + (f" ({twins} left out of training: they ask a held-out question word for word)" if twins else ""),
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

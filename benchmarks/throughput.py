@@ -72,8 +72,24 @@ def main() -> None:
             workers, threads, ray = parse_run(run)
             name = f"{'ray' if ray else ''}{workers}x{threads}"
             records_path = out / f"records-{name}.jsonl"
-            cmd = [sys.executable, "-m", "crag_cli", "batch", str(questions), "-o", str(records_path), "--overwrite",
-                   "--index", str(index), "--model", args.model, "--mode", args.mode, "--workers", str(workers)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "crag_cli",
+                "batch",
+                str(questions),
+                "-o",
+                str(records_path),
+                "--overwrite",
+                "--index",
+                str(index),
+                "--model",
+                args.model,
+                "--mode",
+                args.mode,
+                "--workers",
+                str(workers),
+            ]
             if threads:
                 cmd += ["--threads", str(workers * threads)]
             if ray:
@@ -88,21 +104,34 @@ def main() -> None:
             records = [json.loads(x) for x in records_path.read_text().splitlines()]
             reference = reference or records
             diff = differing(records, reference)
-            results.append({
-                "run": name, "ray": ray, "workers": workers,
-                "threads_per_worker": threads or os.cpu_count(), "questions": len(records),
-                "seconds": round(wall, 1), "questions_per_second": round(len(records) / wall, 3),
-                "errors": sum(bool(r.get("error")) for r in records), "differ_from_first": diff,
-            })  # fmt: skip
+            results.append(
+                {
+                    "run": name,
+                    "ray": ray,
+                    "workers": workers,
+                    "threads_per_worker": threads or os.cpu_count(),
+                    "questions": len(records),
+                    "seconds": round(wall, 1),
+                    "questions_per_second": round(len(records) / wall, 3),
+                    "errors": sum(bool(r.get("error")) for r in records),
+                    "differ_from_first": diff,
+                }
+            )
             print(json.dumps(results[-1]), file=sys.stderr)
     finally:
         server.shutdown()
-    (out / "throughput.json").write_text(json.dumps({"model": args.model, "mode": args.mode, "runs": results}, indent=1))
-    table = ["| run | workers × threads | questions | seconds | questions/s | errors | answers differing from the first run |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    (out / "throughput.json").write_text(
+        json.dumps({"model": args.model, "mode": args.mode, "runs": results}, indent=1)
+    )
+    table = [
+        "| run | workers × threads | questions | seconds | questions/s | errors | answers differing from the first run |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        table.append(f"| {'Ray actors' if r['ray'] else 'processes'} | {r['workers']} × {r['threads_per_worker']} | {r['questions']} | {r['seconds']} | "
-                     f"{r['questions_per_second']} | {r['errors']} | {len(r['differ_from_first'])} |")
+        table.append(
+            f"| {'Ray actors' if r['ray'] else 'processes'} | {r['workers']} × {r['threads_per_worker']} | {r['questions']} | {r['seconds']} | "
+            f"{r['questions_per_second']} | {r['errors']} | {len(r['differ_from_first'])} |"
+        )
     (out / "throughput.md").write_text(f"model {args.model}, mode {args.mode}\n\n" + "\n".join(table) + "\n")
     print("\n".join(table))
 

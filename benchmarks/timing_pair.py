@@ -43,7 +43,9 @@ def bootstrap_ratio(a: np.ndarray, b: np.ndarray, n: int = 10000, seed: int = 0)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl")
+    parser.add_argument(
+        "--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl"
+    )
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
@@ -75,8 +77,10 @@ def main() -> None:
     common = {"index": str(out / "index")} | ({"model": args.model} if args.model else {})
     web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
     crag_only = web | ({"evaluator": args.evaluator} if args.evaluator else {})
-    opened = {name: crag_cli.open(**common, **(crag_only if m["mode"] == "crag" else {}), **m).load()
-              for name, m in MODES.items()}  # fmt: skip
+    opened = {
+        name: crag_cli.open(**common, **(crag_only if m["mode"] == "crag" else {}), **m).load()
+        for name, m in MODES.items()
+    }
     names = list(MODES)
     records: dict[str, list[dict]] = {name: [] for name in names}
     per_group: dict[str, list[float]] = {name: [] for name in names}
@@ -88,13 +92,21 @@ def main() -> None:
             records[name] += recs
             per_group[name].append(sum(r["timings"]["total"] for r in recs))
         done = first + len(group)
-        print(f"timing: {done}/{len(questions)} questions, " + ", ".join(
-            f"{n} {sum(per_group[n]) / done:.2f} s/question" for n in names), file=sys.stderr)  # fmt: skip
+        print(
+            f"timing: {done}/{len(questions)} questions, "
+            + ", ".join(f"{n} {sum(per_group[n]) / done:.2f} s/question" for n in names),
+            file=sys.stderr,
+        )
     wall = time.perf_counter() - start
 
     n = len(questions)
-    result = {"questions": n, "model": opened["crag"].settings.model, "group": GROUP_LINES, "wall_seconds": round(wall, 1),
-              "modes": {}}  # fmt: skip
+    result = {
+        "questions": n,
+        "model": opened["crag"].settings.model,
+        "group": GROUP_LINES,
+        "wall_seconds": round(wall, 1),
+        "modes": {},
+    }
     for name in names:
         recs = records[name]
         (out / f"records-{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
@@ -110,14 +122,23 @@ def main() -> None:
     lo, hi = bootstrap_ratio(a, b)
     result["ratio"] = {"crag_over_rag_k3": round(float(a.sum() / b.sum()), 3), "ci95": [round(lo, 3), round(hi, 3)]}
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    rows = ["| mode | questions | correct | prompt tokens | s/question | " + " | ".join(f"{k} s" for k in SHOWN_STAGES) + " |",
-            "|" + "---|" * (5 + len(SHOWN_STAGES))]  # fmt: skip
+    rows = [
+        "| mode | questions | correct | prompt tokens | s/question | "
+        + " | ".join(f"{k} s" for k in SHOWN_STAGES)
+        + " |",
+        "|" + "---|" * (5 + len(SHOWN_STAGES)),
+    ]
     for name in names:
         m = result["modes"][name]
-        rows.append(f"| {name} | {n} | {m['correct']} | {m['prompt_tokens']} | {m['seconds_per_question']:.2f} | " + " | ".join(
-            f"{m['stages'].get(k, 0.0):.2f}" for k in SHOWN_STAGES) + " |")  # fmt: skip
-    text = "\n".join(rows) + (f"\n\ncrag / rag-k3 = {result['ratio']['crag_over_rag_k3']:.3f} "
-                             f"(95% interval over the {len(a)} groups: {lo:.3f} to {hi:.3f}); wall {wall:.0f} s\n")  # fmt: skip
+        rows.append(
+            f"| {name} | {n} | {m['correct']} | {m['prompt_tokens']} | {m['seconds_per_question']:.2f} | "
+            + " | ".join(f"{m['stages'].get(k, 0.0):.2f}" for k in SHOWN_STAGES)
+            + " |"
+        )
+    text = "\n".join(rows) + (
+        f"\n\ncrag / rag-k3 = {result['ratio']['crag_over_rag_k3']:.3f} "
+        f"(95% interval over the {len(a)} groups: {lo:.3f} to {hi:.3f}); wall {wall:.0f} s\n"
+    )
     text += f"\n**{seen_note}**\n" if seen_note else ""
     (out / "results.md").write_text(text)
     print(text)

@@ -103,10 +103,14 @@ def make_server(web: Path, host: str = "127.0.0.1", port: int = 0, results: int 
                     return self._send(403, "text/html", "<p>format=json required</p>")
                 query = q.get("q", [""])[0]
                 rows = [
-                    {"url": f"{base}/wiki/{quote(t.replace(' ', '_'), safe='')}", "title": t,
-                     "content": pages[t][0][:200], "engine": "standin"}
+                    {
+                        "url": f"{base}/wiki/{quote(t.replace(' ', '_'), safe='')}",
+                        "title": t,
+                        "content": pages[t][0][:200],
+                        "engine": "standin",
+                    }
                     for t in index.search(query, results)
-                ]  # fmt: skip
+                ]
                 return self._send(200, "application/json", json.dumps({"query": query, "results": rows}))
             if parts.path.startswith("/wiki/"):
                 title = unquote(parts.path[len("/wiki/") :]).replace("_", " ")

@@ -13,10 +13,14 @@ same way; environment variables and ``crag.toml`` are not read here (pass what
 you want). ``answer`` is the loop ``crag batch`` runs, without the output file:
 one record per question, an error record for a bad one, never an exception
 for one question; ``workers=N`` answers in N processes as ``--workers`` does.
+``batch`` is ``crag batch`` itself (the same function, ``crag_cli.app.BatchRun``):
+an output file written beside its name and renamed into place, ``resume``,
+``workers``, ``ray``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
@@ -47,9 +51,7 @@ class Crag:
             self._loaded = True
         return self
 
-    def ask(
-        self, question: str, answers: Iterable[str] | None = None, on_token: Callable[[str], None] | None = None
-    ):
+    def ask(self, question: str, answers: Iterable[str] | None = None, on_token: Callable[[str], None] | None = None):
         """Answer one question; ``on_token`` receives the answer as it streams. Returns a ``pipeline.Result``.
 
         Raises ``ValueError`` for an empty question; errors of the models or the web propagate.
@@ -59,8 +61,9 @@ class Crag:
         if isinstance(answers, str):  # one alias, as a batch line may give it
             answers = [answers]
         self.load()
-        return self.pipeline.run(question.strip(), answers=list(answers) if answers is not None else None,
-                                 mode=self.mode, on_token=on_token)  # fmt: skip
+        return self.pipeline.run(
+            question.strip(), answers=list(answers) if answers is not None else None, mode=self.mode, on_token=on_token
+        )
 
     def answer(self, questions: Iterable[str | dict[str, Any]], workers: int = 1) -> Iterator[dict[str, Any]]:
         """Records for ``questions`` (strings, or objects as a ``crag batch`` line), lazily, in input order.
@@ -79,6 +82,48 @@ class Crag:
             answerer = InProcess(self.pipeline, self.mode)
         for record, _seconds in answerer(lines):
             yield record
+
+    def batch(
+        self,
+        input: str | Path,
+        output: str | Path | None = None,
+        *,
+        resume: bool = False,
+        retry_errors: bool = False,
+        overwrite: bool = False,
+        workers: int = 1,
+        ray: str | None = None,
+        limit: int | None = None,
+        note: Callable[[str], None] | None = None,
+        on_record: Callable | None = None,
+    ):
+        """Run ``crag batch`` on a JSONL file: the same checks, output, resume, workers and Ray as the command.
+
+        ``ray`` is ``"local"`` or a cluster address; ``note`` receives what the
+        command prints on stderr; ``on_record(record, summary)`` follows progress.
+        Returns a :class:`crag_cli.app.BatchReport`; raises
+        :class:`crag_cli.errors.CragError` with the command's one-line message.
+        """
+        from .app import BatchJob, BatchRun
+
+        job = BatchJob(
+            Path(input),
+            Path(output) if output is not None else None,
+            self.mode,
+            limit,
+            resume,
+            retry_errors,
+            overwrite,
+            workers,
+            ray,
+        )
+        run = BatchRun(self.settings, job, note or (lambda _: None))
+        try:
+            if workers == 1 and ray is None:
+                self.load()
+            return run.run(on_record=on_record, pipeline=self.pipeline)
+        finally:
+            run.close()
 
 
 def open(index: str | None = None, mode: str = "crag", **settings: Any) -> Crag:  # noqa: A001 (like io.open)

@@ -122,8 +122,13 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
 
     unused = UNUSED_GROUPS[mode]
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
-    identity.update({name: getattr(settings, name) for name in answer_settings()
-                     if group(name) not in unused and group(name) not in RESOLVED_GROUPS})  # fmt: skip
+    identity.update(
+        {
+            name: getattr(settings, name)
+            for name in answer_settings()
+            if group(name) not in unused and group(name) not in RESOLVED_GROUPS
+        }
+    )
     identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
     if "thresholds" not in unused:
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
@@ -211,8 +216,14 @@ class BatchOutput:
         The command's flags.
     """
 
-    def __init__(self, path: Path, inputs: Sequence[Path], resume: bool = False, retry_errors: bool = False,
-                 overwrite: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        inputs: Sequence[Path],
+        resume: bool = False,
+        retry_errors: bool = False,
+        overwrite: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.partial = partial_path(self.path)
         self.manifest = manifest_path(self.path)
@@ -257,7 +268,9 @@ class BatchOutput:
         for target in (self.path, self.partial, self.manifest):
             files.refuse_input(target, self.inputs)
             if target.is_symlink():
-                raise CragError(f"{target} is a symbolic link: crag writes only real files it made (omit -o for stdout)")
+                raise CragError(
+                    f"{target} is a symbolic link: crag writes only real files it made (omit -o for stdout)"
+                )
             if target.exists() and not target.is_file():
                 raise CragError(f"{target} is not a regular file: crag leaves it alone (omit -o to write to stdout)")
         notes = []
@@ -280,7 +293,9 @@ class BatchOutput:
         try:
             os.replace(self.partial, self.path)
         except OSError as exc:
-            raise CragError(f"cannot finish renaming {self.partial} to {self.path.name}: {exc.strerror or exc}") from None
+            raise CragError(
+                f"cannot finish renaming {self.partial} to {self.path.name}: {exc.strerror or exc}"
+            ) from None
         return True
 
     def _check_files(self) -> None:
@@ -289,11 +304,17 @@ class BatchOutput:
             raise CragError(f"{self.manifest} exists and is not a crag run manifest: crag leaves it alone")
         has_output = self.path.exists() and self.path.stat().st_size > 0
         if has_output and not self._output_is_ours(run) and not self.overwrite:
-            why = "crag did not write it" if run is None or not run.get("output_sha256") else "it changed since crag wrote it"
+            why = (
+                "crag did not write it"
+                if run is None or not run.get("output_sha256")
+                else "it changed since crag wrote it"
+            )
             raise CragError(f"{self.path} exists and {why}: use --overwrite to replace it")
         has_partial = self.partial.exists() and self.partial.stat().st_size > 0
         if has_partial and run is None and not self.overwrite:
-            raise CragError(f"{self.partial} exists and crag did not write it (no {self.manifest.name}): use --overwrite")
+            raise CragError(
+                f"{self.partial} exists and crag did not write it (no {self.manifest.name}): use --overwrite"
+            )
         if has_partial and run is not None and not self.resume and not self.overwrite:
             n = self.partial.read_bytes().count(b"\n")
             raise CragError(
@@ -316,10 +337,14 @@ class BatchOutput:
         else:
             return []
         if made_by is None:
-            raise CragError(f"cannot resume: {source} has no run manifest ({self.manifest.name}), so what made it is unknown")
+            raise CragError(
+                f"cannot resume: {source} has no run manifest ({self.manifest.name}), so what made it is unknown"
+            )
         problem = identity_mismatch(made_by, identity)
         if problem:
-            raise CragError(f"cannot resume {source}: it was made with another {problem}; use --overwrite to start again")
+            raise CragError(
+                f"cannot resume {source}: it was made with another {problem}; use --overwrite to start again"
+            )
         return read_records(source, lines, truncate=source == self.partial)
 
     # ------------------------------------------------------------------ writing
@@ -339,8 +364,16 @@ class BatchOutput:
             flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if done else os.O_TRUNC)
             self._file = os.fdopen(os.open(self.partial, flags, files.default_mode()), "w", encoding="utf-8")
         run = self._run() or {}
-        run.update({"crag_run": RUN_MANIFEST_VERSION, "output": self.path.name, "partial": self.partial.name,
-                    "identity": identity, "started": _now(), "complete": False})  # fmt: skip
+        run.update(
+            {
+                "crag_run": RUN_MANIFEST_VERSION,
+                "output": self.path.name,
+                "partial": self.partial.name,
+                "identity": identity,
+                "started": _now(),
+                "complete": False,
+            }
+        )
         files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
 
     def keep(self, index: int, rec: dict) -> None:
@@ -376,8 +409,14 @@ class BatchOutput:
             run = self._run() or {}
             source = self.partial if self.partial.exists() else self.path
             size, digest = files.digest(source) or (None, None)
-            run.update(complete=True, finished=_now(), summary=summary or {}, output_identity=run.get("identity"),
-                       output_size=size, output_sha256=digest)  # fmt: skip
+            run.update(
+                complete=True,
+                finished=_now(),
+                summary=summary or {},
+                output_identity=run.get("identity"),
+                output_size=size,
+                output_sha256=digest,
+            )
             files.write_text_atomic(self.manifest, json.dumps(run, indent=1) + "\n")
             if source == self.partial:
                 os.replace(self.partial, self.path)
@@ -409,6 +448,7 @@ class Summary:
     ungrounded: int = 0
     seconds: float = 0.0
     answered_now: int = 0
+    lines: int = 0  # the batch's lines, done and to do
 
     def add(self, rec: dict) -> None:
         self.total += 1
@@ -423,11 +463,20 @@ class Summary:
             self.correct += bool(rec["correct"])
 
     def to_dict(self) -> dict:
-        return {"records": self.total, "actions": dict(self.actions), "errors": self.errors,
-                "graded": self.graded, "correct": self.correct, "ungrounded": self.ungrounded}  # fmt: skip
+        return {
+            "records": self.total,
+            "actions": dict(self.actions),
+            "errors": self.errors,
+            "graded": self.graded,
+            "correct": self.correct,
+            "ungrounded": self.ungrounded,
+        }
 
     def line(self, resumed: int = 0) -> str:
-        parts = [f"{self.total} questions", ", ".join(f"{k}: {v}" for k, v in sorted(self.actions.items())) or "none answered"]
+        parts = [
+            f"{self.total} questions",
+            ", ".join(f"{k}: {v}" for k, v in sorted(self.actions.items())) or "none answered",
+        ]
         if self.errors:
             parts.append(f"{self.errors} error record(s)")
         if self.ungrounded:
@@ -435,8 +484,10 @@ class Summary:
         if self.graded:
             parts.append(f"accuracy {self.correct}/{self.graded} = {self.correct / self.graded:.1%}")
         if self.answered_now:
-            parts.append(f"{self.seconds / self.answered_now:.2f} s/question"
-                         + (f" (the {self.answered_now} answered now)" if resumed else ""))  # fmt: skip
+            parts.append(
+                f"{self.seconds / self.answered_now:.2f} s/question"
+                + (f" (the {self.answered_now} answered now)" if resumed else "")
+            )
         return "summary: " + "; ".join(parts)
 
 
@@ -559,7 +610,9 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         load_models(pipe, mode)
         _worker.update(pipeline=pipe, mode=mode)
     except Exception as exc:  # multiprocessing would restart a failing initializer for ever
-        _worker["error"] = str(exc) if isinstance(exc, CragError) else f"a worker could not start: {type(exc).__name__}: {exc}"
+        _worker["error"] = (
+            str(exc) if isinstance(exc, CragError) else f"a worker could not start: {type(exc).__name__}: {exc}"
+        )
 
 
 def _worker_answer(group: list[QuestionLine]) -> list[Answered]:
@@ -656,8 +709,11 @@ class RayPool:
         from .evaluator import absolute_spec
 
         threads = split_threads(self.settings.threads, self.actors)
-        update: dict[str, Any] = {"threads": threads, "index": Path(os.path.abspath(self.settings.index)),
-                                  "evaluator": absolute_spec(self.settings.evaluator)}  # fmt: skip
+        update: dict[str, Any] = {
+            "threads": threads,
+            "index": Path(os.path.abspath(self.settings.index)),
+            "evaluator": absolute_spec(self.settings.evaluator),
+        }
         if Path(self.settings.model).is_file():  # a path, not an embedded name: the same path on every node
             update["model"] = os.path.abspath(self.settings.model)
         share = self.settings.model_copy(update=update)
@@ -665,8 +721,9 @@ class RayPool:
         if started:
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
             if self.address == "local":
-                options.update(address="local", _node_ip_address="127.0.0.1",
-                               num_cpus=max(os.cpu_count() or 1, threads))  # fmt: skip
+                options.update(
+                    address="local", _node_ip_address="127.0.0.1", num_cpus=max(os.cpu_count() or 1, threads)
+                )
             else:
                 options["address"] = self.address
             try:
@@ -677,8 +734,10 @@ class RayPool:
         try:
             largest = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0)
             if largest < threads:
-                raise CragError(f"each Ray actor needs {threads} CPUs (--threads split between {self.actors} actors), "
-                                f"but the largest node has {largest:g}: lower --threads")  # fmt: skip
+                raise CragError(
+                    f"each Ray actor needs {threads} CPUs (--threads split between {self.actors} actors), "
+                    f"but the largest node has {largest:g}: lower --threads"
+                )
             Replica = ray.remote(num_cpus=threads)(_Replica)
             replicas = [Replica.remote(share, self.mode) for _ in range(self.actors)]
             for problem in _ray_get(ray, [r.ready.remote() for r in replicas]):
@@ -762,7 +821,7 @@ def run_batch(
     ``KeyboardInterrupt`` leaves the partial file whole (and the manifest
     incomplete) and propagates.
     """
-    summary = Summary()
+    summary = Summary(lines=len(lines))
     stream = stream or sys.stdout
     finished = False
     keep = [i < len(done) and not (retry_errors and done[i].get("error")) for i in range(len(lines))]

@@ -154,15 +154,17 @@ class TermMatrix:
         """The passage-by-term counts as a ``scipy.sparse.csr_matrix`` (the inverse of :meth:`from_counts`)."""
         import scipy.sparse as sp
 
-        csc = sp.csc_matrix((np.asarray(self.tf), np.asarray(self.indices), np.asarray(self.indptr)),
-                            shape=(self.n, len(self.vocab)))  # fmt: skip
+        csc = sp.csc_matrix(
+            (np.asarray(self.tf), np.asarray(self.indices), np.asarray(self.indptr)), shape=(self.n, len(self.vocab))
+        )
         return csc.tocsr()
 
     def save(self, folder: Path) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / VOCAB).write_text(json.dumps({"passages": self.n, "terms": self.vocab}, ensure_ascii=False),
-                                    encoding="utf-8")  # fmt: skip
+        (folder / VOCAB).write_text(
+            json.dumps({"passages": self.n, "terms": self.vocab}, ensure_ascii=False), encoding="utf-8"
+        )
         for name, arr in ((INDPTR, self.indptr), (INDICES, self.indices), (TF, self.tf), (WEIGHTS, self.weights)):
             np.save(folder / name, arr)
 

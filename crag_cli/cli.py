@@ -8,10 +8,10 @@ its ``CRAG_*`` variable and its ``crag.toml`` key are checked the same way.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -41,8 +41,9 @@ class CragGroup(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
         try:
-            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                                standalone_mode=False, **extra)  # fmt: skip
+            code = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
         except click_exceptions.NoArgsIsHelpError as exc:
             exc.show()
             code = 0
@@ -107,9 +108,14 @@ def main(
 # ----------------------------------------------------------------------------- options from the settings
 
 PANELS = {
-    "index": "Index", "retrieval": "Retrieval", "evaluator": "Evaluator", "thresholds": "Action thresholds",
-    "refine": "Refinement", "generator": "Generator", "web": "Web correction",
-}  # fmt: skip
+    "index": "Index",
+    "retrieval": "Retrieval",
+    "evaluator": "Evaluator",
+    "thresholds": "Action thresholds",
+    "refine": "Refinement",
+    "generator": "Generator",
+    "web": "Web correction",
+}
 _METAVARS = {int: "INTEGER", float: "NUMBER", Path: "PATH", str: "TEXT"}
 
 
@@ -119,12 +125,22 @@ def _option(name: str) -> Any:
     panel = PANELS[settings_decl.group(name)]
     help_text = settings_decl.help_text(name)
     if kind is bool:
-        return Annotated[Optional[bool], typer.Option(*settings_decl.option_decls(name), help=help_text,
-                                                      rich_help_panel=panel, show_default=False)]  # fmt: skip
+        return Annotated[
+            Optional[bool],
+            typer.Option(*settings_decl.option_decls(name), help=help_text, rich_help_panel=panel, show_default=False),
+        ]
     options = settings_decl.choices(name)
     metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
-    return Annotated[Optional[str], typer.Option(*settings_decl.option_decls(name), help=help_text, metavar=metavar,
-                                                 rich_help_panel=panel, show_default=False)]  # fmt: skip
+    return Annotated[
+        Optional[str],
+        typer.Option(
+            *settings_decl.option_decls(name),
+            help=help_text,
+            metavar=metavar,
+            rich_help_panel=panel,
+            show_default=False,
+        ),
+    ]
 
 
 def setting_options(*names: str):
@@ -138,7 +154,9 @@ def setting_options(*names: str):
     def decorate(fn):
         sig = inspect.signature(fn, eval_str=True)
         own = [p for p in sig.parameters.values() if p.name != "settings"]
-        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_option(n)) for n in names]
+        added = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_option(n)) for n in names
+        ]
 
         @functools.wraps(fn)
         def command(*args, **kwargs):
@@ -179,18 +197,12 @@ def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
 
 def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]]:
     """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are named on stderr."""
-    from .records import read_questions
+    from .app import gold_questions
 
-    questions = []
-    for q in read_questions(path):
-        if q.error or not q.answers:
-            err.print(f"line {q.line}: skipped: {q.error or 'no gold answers'}", markup=False)
-            continue
-        questions.append((q.question, q.answers))
-    questions = questions[:limit] if limit is not None else questions
-    if not questions:
-        fail(f"{path} holds no question with gold answers")
-    return questions
+    try:
+        return gold_questions(path, limit, note=lambda line: err.print(line, markup=False))
+    except CragError as exc:
+        fail(str(exc))
 
 
 def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
@@ -215,28 +227,35 @@ def _check_question(question: str) -> None:
 
 
 def _input_file(path: Path) -> None:
-    if str(path) == "-":
-        return
-    if path.is_dir():
-        fail(f"{path} is a folder, not a JSONL file")
-    if not path.is_file():
-        fail(f"no such file: {path}")
+    from .app import check_input_file
+
+    try:
+        check_input_file(path)
+    except CragError as exc:
+        fail(str(exc))
 
 
 # ----------------------------------------------------------------------------- index
+# crag index's own options
+DocsArg = Annotated[
+    Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm, .jsonl, .pdf and .docx documents.")
+]
+PassageWordsOpt = Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")]
+IncludeHiddenOpt = Annotated[
+    bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
+]
+
+
 @app.command()
 @setting_options("index")
 def index(
     ctx: typer.Context,
-    docs: Annotated[Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm, .jsonl, .pdf and .docx documents.")],
+    docs: DocsArg,
     settings: Settings,
-    passage_words: Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")] = 100,
-    force: Annotated[
-        bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")
-    ] = False,
-    include_hidden: Annotated[
-        bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
-    ] = False,
+    passage_words: PassageWordsOpt = 100,
+    force: ForceOpt = False,
+    include_hidden: IncludeHiddenOpt = False,
 ) -> None:
     """Build a BM25 index of a folder of documents; a rebuild reads only new and changed files.
 
@@ -249,40 +268,63 @@ def index(
 
     if not docs.exists():
         fail(f"no such folder: {docs}")
-    with Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  console=err, transient=True, disable=not err.is_terminal) as progress:  # fmt: skip
+    with Progress(
+        TextColumn("reading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task("", total=None)
 
         def on_file(path: str, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, description=path[-60:])
 
         try:
-            report = build_index(docs, settings.index, passage_words=passage_words, force=force, progress=on_file,
-                                 include_hidden=include_hidden)  # fmt: skip
+            report = build_index(
+                docs,
+                settings.index,
+                passage_words=passage_words,
+                force=force,
+                progress=on_file,
+                include_hidden=include_hidden,
+            )
         except CragError as exc:
             report, problem = None, str(exc)
     if report is None:
         fail(problem)
-    for path, reason in report.skipped:
-        err.print(f"skipped {path}: {reason}", markup=False)
+    for line in _index_report(report, settings.index):
+        err.print(line, markup=False)
+
+
+def _index_report(report, index: Path) -> list[str]:
+    """What ``crag index`` says on stderr about a build: skipped files, what was left out, the counts."""
+    lines = [f"skipped {path}: {reason}" for path, reason in report.skipped]
     left_out = []
     if report.hidden:
         left_out.append(f"{len(report.hidden)} hidden file(s) and folder(s) (--include-hidden reads them)")
     if report.indexes:
         left_out.append(f"{len(report.indexes)} crag index folder(s) ({', '.join(report.indexes[:3])})")
     if left_out:
-        err.print("left out " + " and ".join(left_out), markup=False)
+        lines.append("left out " + " and ".join(left_out))
     if report.cleaned:
-        err.print(f"removed {report.cleaned} temporary folder(s) left by an interrupted crag index", markup=False)
+        lines.append(f"removed {report.cleaned} temporary folder(s) left by an interrupted crag index")
     if report.status == "unchanged":
-        err.print(f"index {settings.index} is up to date ({report.passages} passages from {report.files} files); nothing to do")
-    else:
-        err.print(
-            f"indexed {report.documents} documents from {report.files} files into {report.passages} passages "
-            f"at {settings.index} in {report.seconds:.1f} s"
-            + (f" ({report.read} file(s) read, {report.reused} unchanged taken from the old index)" if report.reused else "")
-            + (f"; skipped {len(report.skipped)}" if report.skipped else "")
+        lines.append(
+            f"index {index} is up to date ({report.passages} passages from {report.files} files); nothing to do"
         )
+        return lines
+    reused = (
+        f" ({report.read} file(s) read, {report.reused} unchanged taken from the old index)" if report.reused else ""
+    )
+    skipped = f"; skipped {len(report.skipped)}" if report.skipped else ""
+    lines.append(
+        f"indexed {report.documents} documents from {report.files} files into {report.passages} passages "
+        f"at {index} in {report.seconds:.1f} s{reused}{skipped}"
+    )
+    return lines
 
 
 # ----------------------------------------------------------------------------- evaluate
@@ -308,8 +350,6 @@ def evaluate(
 
     With --input, one JSON line per input line; exit status 1 when any line is an error record.
     """
-    from .records import error_record, read_questions
-
     if (question is None) == (input is None):
         fail("give a QUESTION or --input FILE.jsonl (one of them)")
     if question is not None:
@@ -317,25 +357,9 @@ def evaluate(
     if input is not None:
         _input_file(input)
     pipe = _pipeline(settings, with_generator=False)
-    errors = 0
     try:
         if input is not None:
-            for q in read_questions(input):
-                if q.error:
-                    rec = error_record(q.id, q.question, q.error, q.line)
-                else:
-                    try:
-                        result = pipe.evaluate(q.question)
-                        result.id = q.id
-                        rec = _evaluation_record(result)
-                    except CragError:
-                        raise
-                    except Exception as exc:  # one bad question never stops the file
-                        rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
-                errors += bool(rec.get("error"))
-                sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-                sys.stdout.flush()
-            if errors:
+            if _evaluate_file(pipe, input):
                 raise typer.Exit(1)
             return
         result = pipe.evaluate(question.strip())
@@ -343,9 +367,37 @@ def evaluate(
         fail(str(exc))
     if json_out:
         typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
-        return
+    else:
+        _print_evaluation(result, pipe.evaluator.name)
+
+
+def _evaluate_file(pipe, input: Path) -> int:
+    """One JSON line on stdout per line of ``input``; returns how many are error records."""
+    from .records import error_record, read_questions
+
+    errors = 0
+    for q in read_questions(input):
+        if q.error:
+            rec = error_record(q.id, q.question, q.error, q.line)
+        else:
+            try:
+                result = pipe.evaluate(q.question)
+                result.id = q.id
+                rec = _evaluation_record(result)
+            except CragError:
+                raise
+            except Exception as exc:  # one bad question never stops the file
+                rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
+        errors += bool(rec.get("error"))
+        sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+        sys.stdout.flush()
+    return errors
+
+
+def _print_evaluation(result, evaluator: str) -> None:
+    """The evaluator's table of the retrieved passages and the action, on stdout."""
     out = Console(highlight=False)
-    table = Table(title=f"Evaluator {pipe.evaluator.name}", show_lines=False)
+    table = Table(title=f"Evaluator {evaluator}", show_lines=False)
     for col in ("rank", "bm25", "score", "title", "snippet"):
         table.add_column(col, overflow="fold", no_wrap=col in ("rank", "bm25", "score"))
     th = result.thresholds
@@ -368,8 +420,10 @@ def _show_knowledge(result) -> None:
     """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
     action = result.action.value.upper() if result.action else result.mode
     lines = [f"[{i}] {item.verdict}{item.text}" for i, item in enumerate(result.knowledge_used, 1)]
-    sources = [f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
-               for i, item in enumerate(result.knowledge_used, 1)]  # fmt: skip
+    sources = [
+        f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
+        for i, item in enumerate(result.knowledge_used, 1)
+    ]
     ext = result.external_knowledge
     notes = []
     if ext is not None:
@@ -434,49 +488,61 @@ def ask(
 
 
 # ----------------------------------------------------------------------------- batch
+# crag batch's own options (the settings' options are made from their declarations)
+QuestionsArg = Annotated[
+    Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
+]
+OutputOpt = Annotated[
+    Optional[Path],
+    typer.Option("-o", "--output", help="Write records here (default stdout); OUT.partial while running."),
+]
+ModeOpt = Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")]
+LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Process only the first N lines.")]
+ResumeOpt = Annotated[
+    bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
+]
+RetryErrorsOpt = Annotated[
+    bool, typer.Option("--retry-errors", help="With --resume: also redo the records that ended in an error.")
+]
+OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")]
+WorkersOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=64,
+        help="Worker processes, each loading the models once; --threads (default: all cores) is split "
+        "between them. Records stay in input order.",
+    ),
+]
+RayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ray",
+        help="Answer with Ray actors, one per --workers (default 2 with --ray): a local Ray on 127.0.0.1, "
+        "or the cluster at --ray-address. Needs pip install 'crag-cli\\[ray]'.",
+    ),
+]
+RayAddressOpt = Annotated[
+    Optional[str],
+    typer.Option(metavar="ADDRESS", help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001."),
+]
+
+
 @app.command()
 @setting_options(*ALL_SETTINGS)
 def batch(
     ctx: typer.Context,
-    input: Annotated[
-        Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
-    ],
+    input: QuestionsArg,
     settings: Settings,
-    output: Annotated[
-        Optional[Path],
-        typer.Option("-o", "--output", help="Write records here (default stdout); OUT.partial while running."),
-    ] = None,
-    mode: Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")] = "crag",
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Process only the first N lines.")] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
-    ] = False,
-    retry_errors: Annotated[
-        bool, typer.Option("--retry-errors", help="With --resume: also redo the records that ended in an error.")
-    ] = False,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")
-    ] = False,
-    workers: Annotated[
-        int,
-        typer.Option(
-            min=1, max=64,
-            help="Worker processes, each loading the models once; --threads (default: all cores) is split "
-            "between them. Records stay in input order.",
-        ),
-    ] = 1,
-    ray: Annotated[
-        bool,
-        typer.Option(
-            "--ray",
-            help="Answer with Ray actors, one per --workers (default 2 with --ray): a local Ray on 127.0.0.1, "
-            "or the cluster at --ray-address. Needs pip install 'crag-cli\\[ray]'.",
-        ),
-    ] = False,
-    ray_address: Annotated[
-        Optional[str],
-        typer.Option(metavar="ADDRESS", help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001."),
-    ] = None,
+    output: OutputOpt = None,
+    mode: ModeOpt = "crag",
+    limit: LimitOpt = None,
+    resume: ResumeOpt = False,
+    retry_errors: RetryErrorsOpt = False,
+    overwrite: OverwriteOpt = False,
+    workers: WorkersOpt = 1,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Answer every question of a JSONL file; one result record per input line, in input order.
 
@@ -485,176 +551,127 @@ def batch(
     that made them. Exit status 1 when any line produced an error record (all
     lines are still written).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from .app import BatchJob, BatchRun
 
-    from .batch import (
-        BatchOutput, InProcess, RayPool, WorkerPool, load_models, ray_missing, run_batch, run_identity, split_threads,
-    )  # fmt: skip
-    from .pipeline import MODES
-    from .records import read_questions
-
-    if mode not in MODES:
-        fail(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
-    _input_file(input)
-    if resume and output is None:
-        fail("--resume needs -o/--output: the file whose records to keep")
-    if retry_errors and not resume:
-        fail("--retry-errors goes with --resume")
-    ray = ray_address or ("local" if ray else None)
-    if ray is not None:
-        if ray_missing():
-            fail(ray_missing())
-        if ctx.get_parameter_source("workers") is not click.core.ParameterSource.COMMANDLINE:
-            workers = 2
-    out = None
-    if output is not None:
-        # everything the run reads is an input: the questions, the model file, the config file
-        model_file = Path(settings.model) if Path(settings.model).is_file() else None  # not an embedded name
-        inputs = [input, model_file, (ctx.obj or {}).get("config") or Path("crag.toml")]
-        out = BatchOutput(output, inputs, resume=resume, retry_errors=retry_errors, overwrite=overwrite)
-        ctx.call_on_close(out.unlock)  # however the command ends
-        try:
-            inside = Path(os.path.abspath(output))
-            if Path(os.path.abspath(settings.index)) in inside.parents:
-                raise CragError(f"the output {output} is inside the index {settings.index}: crag never writes there")
-            for note in out.check():
-                err.print(f"crag: note: {note}", markup=False)
-        except CragError as exc:
-            fail(str(exc))
-        except OSError as exc:
-            fail(f"cannot write {output}: {exc.strerror or exc}")
-    lines = list(read_questions(input))
-    if limit is not None:
-        lines = lines[:limit]
-    if not lines:
-        fail(f"{input} holds no question")
-    pipe = _pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
+    if (ray or ray_address) and ctx.get_parameter_source("workers") is not click.core.ParameterSource.COMMANDLINE:
+        workers = 2
+    job = BatchJob(
+        input,
+        output,
+        mode,
+        limit,
+        resume,
+        retry_errors,
+        overwrite,
+        workers,
+        ray=ray_address or ("local" if ray else None),
+        config=(ctx.obj or {}).get("config"),
+    )
     try:
-        identity = run_identity(settings, mode, pipe.thresholds, getattr(pipe.retriever, "manifest", {}))
-        done = out.done_records(lines, identity) if out is not None else []
+        run = BatchRun(settings, job, note=lambda line: err.print(line, markup=False))
+        ctx.call_on_close(run.close)  # however the command ends
+        with _batch_progress() as on_record:
+            report = run.run(on_record=on_record)
     except CragError as exc:
         fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot read {output}: {exc.strerror or exc}")
-    redo = sum(1 for rec in done if rec.get("error")) if retry_errors else 0
-    todo = len(lines) - len(done) + redo
-    if done:
-        err.print(f"resuming after the {len(done)} records already in {output}"
-                  + (f"; redoing {redo} error record(s)" if redo else ""), markup=False)  # fmt: skip
-    if not todo:
-        err.print(f"nothing to do: {output} holds a record for every line", markup=False)
-    if ray is not None:
-        answerer = RayPool(settings, mode, workers, ray)  # each actor loads the models itself
-        err.print(f"batch: Ray at {ray}, {workers} actors, {split_threads(settings.threads, workers)} generation "
-                  "thread(s) each", markup=False)  # fmt: skip
-    elif workers > 1:
-        answerer = WorkerPool(settings, mode, workers)  # each worker loads the models itself
-        err.print(f"batch: {workers} workers, {split_threads(settings.threads, workers)} generation thread(s) each",
-                  markup=False)  # fmt: skip
-    else:
-        answerer = InProcess(pipe, mode)
-        try:
-            if todo:
-                load_models(pipe, mode)  # so that no question's timings include loading a model
-        except CragError as exc:
-            fail(str(exc))
-    if out is not None:
-        try:
-            out.open(identity, done, lines)
-        except OSError as exc:
-            fail(f"cannot write {output}: {exc.strerror or exc}")
-    start = time.perf_counter()
-    with Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  TextColumn("{task.description}"), console=err, disable=not err.is_terminal) as progress:  # fmt: skip
-        bar = progress.add_task("", total=len(lines))
-        step = max(1, len(lines) // 10)
-
-        def on_record(rec: dict, summary) -> None:
-            acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
-            progress.update(bar, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
-            if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == len(lines)):
-                elapsed = time.perf_counter() - start
-                rate = summary.answered_now / elapsed if elapsed > 0 else 0.0
-                eta = (len(lines) - summary.total) / rate if rate else 0.0
-                errors = f", {summary.errors} error(s)" if summary.errors else ""
-                err.print(f"batch: {summary.total}/{len(lines)}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
-                          f"s/question, {rate:.3f} questions/s, ETA {eta:.0f} s", markup=False)  # fmt: skip
-
-        try:
-            summary = run_batch(answerer, lines, out, done, retry_errors, on_record=on_record)
-        except CragError as exc:  # a worker could not load its models: the partial file keeps what was written
-            progress.stop()
-            fail(str(exc))
-        except OSError as exc:  # the disk filled up, the folder went away: the partial file keeps what was written
-            progress.stop()
-            fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
-        except KeyboardInterrupt:
-            progress.stop()
-            where = f"; the records so far are in {out.partial}: go on with --resume" if out is not None else ""
-            err.print(f"crag: interrupted{where}", markup=False)
-            raise typer.Exit(130)
-    err.print(summary.line(resumed=len(done)), markup=False)
-    if out is not None:
-        err.print(f"wrote {output} (run manifest: {out.manifest})", markup=False)
-    if summary.errors:
+    except KeyboardInterrupt:
+        where = f"; the records so far are in {run.partial}: go on with --resume" if run.partial else ""
+        err.print(f"crag: interrupted{where}", markup=False)
+        raise typer.Exit(130)
+    err.print(report.line(), markup=False)
+    if report.output is not None:
+        err.print(f"wrote {report.output} (run manifest: {report.manifest})", markup=False)
+    if report.summary.errors:
         raise typer.Exit(1)
 
 
+@contextlib.contextmanager
+def _batch_progress():
+    """A progress bar on a terminal, a line every tenth of the batch otherwise; yields the ``on_record`` callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    start = time.perf_counter()
+    columns = (
+        TextColumn("batch"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=err, disable=not err.is_terminal) as progress:
+        bar = progress.add_task("", total=None)
+
+        def on_record(rec: dict, summary) -> None:
+            total = summary.lines
+            acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
+            progress.update(bar, total=total, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
+            step = max(1, total // 10)
+            if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == total):
+                elapsed = time.perf_counter() - start
+                rate = summary.answered_now / elapsed if elapsed > 0 else 0.0
+                eta = (total - summary.total) / rate if rate else 0.0
+                errors = f", {summary.errors} error(s)" if summary.errors else ""
+                err.print(
+                    f"batch: {summary.total}/{total}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
+                    f"s/question, {rate:.3f} questions/s, ETA {eta:.0f} s",
+                    markup=False,
+                )
+
+        yield on_record
+
+
 # ----------------------------------------------------------------------------- calibrate
+# crag calibrate's own options
+GoldQuestionsArg = Annotated[Path, typer.Argument(help="JSONL questions with gold 'answers'.")]
+CorrectPrecisionOpt = Annotated[
+    float, typer.Option(min=0.5, max=1.0, help="Share of Correct decisions that must be right.")
+]
+IncorrectPrecisionOpt = Annotated[
+    float, typer.Option(min=0.5, max=1.0, help="Share of Incorrect decisions that must be right.")
+]
+StripRecallOpt = Annotated[
+    float, typer.Option(min=0.01, max=1.0, help="Share of answer-bearing strips the filter must keep.")
+]
+WriteOpt = Annotated[
+    Optional[Path],
+    typer.Option("--write", help="Write upper, lower, filter_threshold and evaluator to this TOML file."),
+]
+
+
 @app.command()
 @setting_options(*settings_decl.names_in("index", "retrieval", "evaluator"), "strip_mode")
 def calibrate(
     ctx: typer.Context,
-    input: Annotated[Path, typer.Argument(help="JSONL questions with gold 'answers'.")],
+    input: GoldQuestionsArg,
     settings: Settings,
-    correct_precision: Annotated[
-        float, typer.Option(min=0.5, max=1.0, help="Share of Correct decisions that must be right.")
-    ] = 0.8,
-    incorrect_precision: Annotated[
-        float, typer.Option(min=0.5, max=1.0, help="Share of Incorrect decisions that must be right.")
-    ] = 0.8,
-    strip_recall: Annotated[
-        float, typer.Option(min=0.01, max=1.0, help="Share of answer-bearing strips the filter must keep.")
-    ] = 0.9,
+    correct_precision: CorrectPrecisionOpt = 0.8,
+    incorrect_precision: IncorrectPrecisionOpt = 0.8,
+    strip_recall: StripRecallOpt = 0.9,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N questions.")] = None,
-    write: Annotated[
-        Optional[Path], typer.Option("--write", help="Write upper, lower, filter_threshold and evaluator to this TOML file.")
-    ] = None,
+    write: WriteOpt = None,
     json_out: JsonOut = False,
 ) -> None:
     """Choose the upper, lower and strip-filter thresholds for an evaluator from questions with gold answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from .calibrate import calibrate as choose, collect
-    from .files import Lock, check_output_file, refuse_input
-    from .settings import check_config_file, write_config
+    from .app import CalibrateRun
 
-    _input_file(input)
-    if write is not None:  # checked now, not after minutes of scoring
-        try:
-            check_output_file(write, "config file")
-            refuse_input(write, [input])
-            ctx.with_resource(Lock(write, "config file"))  # held until the command ends
-            if write.exists():
-                check_config_file(write)
-        except (SettingsError, CragError) as exc:
-            fail(str(exc))
-    questions = _gold_questions(input, limit)
-    pipe = _pipeline(settings, with_generator=False)
+    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn())
     try:
-        with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), console=err, transient=True,
-                      disable=not err.is_terminal) as progress:  # fmt: skip
-            bar = progress.add_task("", total=len(questions))
-            items, strip_scores, strip_holds = collect(
-                questions, pipe.retriever, pipe.evaluator, settings.top_k, settings.strip_mode,
+        run = CalibrateRun(settings, input, write, limit, note=lambda line: err.print(line, markup=False))
+        ctx.call_on_close(run.close)  # the lock is held until the command ends
+        with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
+            bar = progress.add_task("", total=len(run.questions))
+            result = run.run(
+                correct_precision,
+                incorrect_precision,
+                strip_recall,
                 progress=lambda done: progress.update(bar, completed=done),
-            )  # fmt: skip
-        result = choose(items, strip_scores, strip_holds, correct_precision, incorrect_precision, strip_recall)
-    except (CragError, ValueError) as exc:
+            )
+    except CragError as exc:
         fail(str(exc))
-    report = {"evaluator": settings.evaluator, "top_k": settings.top_k, **result.to_dict()}
     if json_out:
-        typer.echo(json.dumps(report, indent=1))
+        typer.echo(json.dumps({"evaluator": settings.evaluator, "top_k": settings.top_k, **result.to_dict()}, indent=1))
     else:
         typer.echo(
             f"evaluator {settings.evaluator}, {result.n} questions (passages hold the answer for {result.holds_rate:.1%})\n"
@@ -666,10 +683,9 @@ def calibrate(
         err.print(f"note: {note}", markup=False)
     if write is not None:
         try:
-            write_config(write, {"evaluator": settings.evaluator, "upper": result.upper, "lower": result.lower,
-                                 "filter_threshold": result.filter}, inputs=(input,))  # fmt: skip
-        except (OSError, SettingsError, CragError) as exc:
-            fail(f"cannot write {write}: {exc}")
+            run.write(result)
+        except CragError as exc:
+            fail(str(exc))
         err.print(f"wrote thresholds to {write}", markup=False)
 
 
@@ -696,11 +712,23 @@ def evaluator_test(
     pipe = _pipeline(settings, with_generator=False)
     try:
         pipe.evaluator.load()  # so that pairs per second counts scoring, not loading
-        with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), console=err, transient=True,
-                      disable=not err.is_terminal) as progress:  # fmt: skip
+        with Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress:
             bar = progress.add_task("", total=len(questions))
-            report = measure(questions, pipe.retriever, pipe.evaluator, pipe.thresholds, settings.top_k,
-                             progress=lambda done: progress.update(bar, completed=done))  # fmt: skip
+            report = measure(
+                questions,
+                pipe.retriever,
+                pipe.evaluator,
+                pipe.thresholds,
+                settings.top_k,
+                progress=lambda done: progress.update(bar, completed=done),
+            )
     except (CragError, ValueError) as exc:
         fail(str(exc))
     report.evaluator = settings.evaluator
@@ -711,154 +739,110 @@ def evaluator_test(
 # ----------------------------------------------------------------------------- train-evaluator
 from .train import TrainConfig  # noqa: E402  (its defaults are the options' defaults: one definition)
 
+
+# crag train-evaluator's own options
+TrainQuestionsArg = Annotated[
+    Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
+]
+TrainOutOpt = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.",
+    ),
+]
+TrainPairsOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1 (optional qid, answers)."
+    ),
+]
+TrainSyntheticOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--synthetic", min=1, help="No labels: the generator writes questions for N sampled passages of the index."
+    ),
+]
+TrainSaveSyntheticOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--save-synthetic", help="Also write the synthetic pairs to this new file, for --pairs in later runs."
+    ),
+]
+TrainBaseOpt = Annotated[
+    str,
+    typer.Option(
+        help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH."
+    ),
+]
+TrainEpochsOpt = Annotated[int, typer.Option(min=1, max=100, help="Passes over the training pairs.")]
+TrainLearningRateOpt = Annotated[
+    float, typer.Option(min=1e-7, max=1.0, help="Peak learning rate (linear warm-up and decay).")
+]
+TrainBatchSizeOpt = Annotated[int, typer.Option(min=1, max=1024, help="Pairs per training step.")]
+TrainMaxLengthOpt = Annotated[int, typer.Option(min=16, max=512, help="Tokens kept per (question, passage) pair.")]
+TrainLoraROpt = Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")]
+TrainValidationOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.01,
+        max=0.9,
+        help="Share of questions held out to pick the best epoch and calibrate the thresholds (of the gold questions, when given: other pairs then only train).",
+    ),
+]
+TrainSeedOpt = Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")]
+TrainTopicGuardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--topic-guard/--no-topic-guard",
+        help="Store a topic guard: passages the base encoder's cosine finds on topic are never discarded (encoder bases only).",
+    ),
+]
+TrainLimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")]
+
+
 @app.command("train-evaluator")
 @setting_options("index", "top_k", "model", "n_ctx", "threads", "strip_mode")
 def train_evaluator(
     ctx: typer.Context,
     settings: Settings,
-    questions: Annotated[
-        Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.")] = Path("crag-evaluator"),
-    pairs: Annotated[
-        Optional[Path], typer.Option("--pairs", help="JSONL of ready labelled pairs: question, passage, label 0/1 (optional qid, answers).")
-    ] = None,
-    synthetic: Annotated[
-        Optional[int], typer.Option("--synthetic", min=1, help="No labels: the generator writes questions for N sampled passages of the index.")
-    ] = None,
-    save_synthetic: Annotated[
-        Optional[Path], typer.Option("--save-synthetic", help="Also write the synthetic pairs to this new file, for --pairs in later runs.")
-    ] = None,
-    base: Annotated[
-        str, typer.Option(help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH.")
-    ] = "minilm",
-    epochs: Annotated[int, typer.Option(min=1, max=100, help="Passes over the training pairs.")] = TrainConfig.epochs,
-    learning_rate: Annotated[float, typer.Option(min=1e-7, max=1.0, help="Peak learning rate (linear warm-up and decay).")] = TrainConfig.learning_rate,
-    train_batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Pairs per training step.")] = TrainConfig.batch_size,
-    train_max_length: Annotated[int, typer.Option(min=16, max=512, help="Tokens kept per (question, passage) pair.")] = TrainConfig.max_length,
-    lora_r: Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")] = TrainConfig.lora_r,
-    validation: Annotated[float, typer.Option(min=0.01, max=0.9, help="Share of questions held out to pick the best epoch and calibrate the thresholds (of the gold questions, when given: other pairs then only train).")] = TrainConfig.validation,
-    train_seed: Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")] = TrainConfig.seed,
-    topic_guard: Annotated[
-        bool, typer.Option("--topic-guard/--no-topic-guard", help="Store a topic guard: passages the base encoder's cosine finds on topic are never discarded (encoder bases only).")
-    ] = TrainConfig.topic_guard,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")] = None,
+    questions: TrainQuestionsArg = None,
+    out: TrainOutOpt = Path("crag-evaluator"),
+    pairs: TrainPairsOpt = None,
+    synthetic: TrainSyntheticOpt = None,
+    save_synthetic: TrainSaveSyntheticOpt = None,
+    base: TrainBaseOpt = "minilm",
+    epochs: TrainEpochsOpt = TrainConfig.epochs,
+    learning_rate: TrainLearningRateOpt = TrainConfig.learning_rate,
+    train_batch_size: TrainBatchSizeOpt = TrainConfig.batch_size,
+    train_max_length: TrainMaxLengthOpt = TrainConfig.max_length,
+    lora_r: TrainLoraROpt = TrainConfig.lora_r,
+    validation: TrainValidationOpt = TrainConfig.validation,
+    train_seed: TrainSeedOpt = TrainConfig.seed,
+    topic_guard: TrainTopicGuardOpt = TrainConfig.topic_guard,
+    limit: TrainLimitOpt = None,
 ) -> None:
     """Train a retrieval evaluator (a cross-encoder with a LoRA adapter) on gold answers, labelled pairs or synthetic questions."""
-    from .train import (
-        LabelledPair, check_output_folder, pairs_from_gold, read_labelled_pairs,
-        split_by_question, synthetic_pairs, train,
-    )  # fmt: skip
-    from .files import Lock
+    from .app import TrainJob, TrainRun
 
-    if questions is None and pairs is None and synthetic is None:
-        fail("give training data: QUESTIONS.jsonl with gold answers, --pairs FILE, or --synthetic N")
-    if limit is not None and questions is None:
-        fail("--limit counts gold questions: give QUESTIONS.jsonl")
-    if save_synthetic is not None:
-        if synthetic is None:
-            fail("--save-synthetic writes the pairs of --synthetic N: give --synthetic")
-        if save_synthetic.exists() or save_synthetic.is_symlink():
-            fail(f"--save-synthetic {save_synthetic} exists: crag writes only a new file")
-        try:
-            from .files import check_output_file
-
-            check_output_file(save_synthetic, "synthetic pairs file")
-        except CragError as exc:
-            fail(str(exc))
-        for name, folder in (("--out", out), ("--index", settings.index)):  # folders crag replaces whole
-            if Path(folder).resolve() in save_synthetic.resolve().parents:
-                fail(f"--save-synthetic {save_synthetic} is inside {name} {folder}: write it elsewhere")
-    for path in (questions, pairs):
-        if path is not None:
-            _input_file(path)
-            if str(path) == "-":
-                fail("training data must be a file, not standard input")
-    kind, _, arg = base.partition(":")
-    if base == "minilm":
-        from .evaluator import EMBEDDED_BASE
-
-        base_name, base_folder = EMBEDDED_BASE, None
-    else:
-        base_folder = Path(arg if kind == "t5" else base)
-        if not base_folder.is_dir():
-            fail(f"--base {base}: no such model folder")
-        base_name = str(base_folder.resolve())
-    inputs = [x for x in (questions, pairs, settings.index, base_folder) if x is not None]
-    try:
-        check_output_folder(out, inputs)  # (an input at --out itself, or inside it, is refused there too)
-        ctx.with_resource(Lock(out, "evaluator folder"))  # held until the command ends
-        if save_synthetic is not None:
-            ctx.with_resource(Lock(save_synthetic, "synthetic pairs file"))
-    except CragError as exc:
-        fail(str(exc))
     config = TrainConfig(
-        base=base_name, epochs=epochs, batch_size=train_batch_size, learning_rate=learning_rate,
-        max_length=train_max_length, lora_r=lora_r, lora_alpha=2 * lora_r, validation=validation, seed=train_seed,
-        threads=settings.threads, strip_mode=settings.strip_mode, topic_guard=topic_guard,
-    )  # fmt: skip
-    gen = None
-    if synthetic is not None:  # the generator is checked before the index or any model loads
-        try:
-            from .generator import check_model
-
-            check_model(settings.model)
-            gen = builder.generator(settings)
-        except CragError as exc:
-            fail(str(exc))
-    data: list[LabelledPair] = []  # gold-labelled when gold questions are given, else all
-    extra: list[LabelledPair] = []  # labelled and synthetic pairs beside gold questions: training only
-    notes: list[str] = []
-    index = None
-    if questions is not None or synthetic is not None:
-        from .index import BM25Index
-
-        try:
-            index = BM25Index.load(settings.index)
-        except CragError as exc:
-            fail(str(exc))
-    if questions is not None:
-        gold = _gold_questions(questions, limit)
-        ids = [f"q{i}" for i in range(len(gold))]
-        got = pairs_from_gold([(i, q, a) for i, (q, a) in zip(ids, gold)], index, settings.top_k)
-        data += got
-        notes.append(f"{len(gold)} questions of {questions.name} with gold answers; top-{settings.top_k} passages "
-                     f"of the index labelled positive when a gold alias occurs in them as whole words")  # fmt: skip
-    if pairs is not None:
-        got = []
-        for item in read_labelled_pairs(pairs):
-            if isinstance(item, str):
-                err.print(f"{pairs}: {item}: skipped", markup=False)
-            else:
-                got.append(item)
-        (extra if questions is not None else data).extend(got)
-        notes.append(f"{len(got)} labelled pairs of {pairs.name}")
-    if synthetic is not None:
-        err.print(f"writing questions for {synthetic} passages with {settings.model}", markup=False)
-        try:
-            got, counts = synthetic_pairs(
-                index, gen, synthetic, settings.top_k, seed=train_seed,
-                progress=lambda done, total: err.print(f"  synthetic {done}/{total}", markup=False) if done % 10 == 0 or done == total else None,
-            )  # fmt: skip
-        except CragError as exc:
-            fail(str(exc))
-        (extra if questions is not None else data).extend(got)
-        if save_synthetic is not None:  # before training: generation is the slow part, and training may still fail
-            from .train import write_labelled_pairs
-
-            write_labelled_pairs(got, save_synthetic)
-            err.print(f"wrote {len(got)} synthetic pairs to {save_synthetic}", markup=False)
-        notes.append(f"synthetic: {counts['sampled']} passages sampled, {counts['kept']} questions kept "
-                     f"({counts['dropped_unparsed']} unparsed, {counts['dropped_long_answer']} answers too long, "
-                     f"{counts['dropped_not_in_passage']} answers not in their passage, {counts['dropped_not_retrieved']} questions "
-                     f"that do not retrieve their passage), written by {settings.model}")  # fmt: skip
-        err.print(notes[-1], markup=False)
+        base=base,
+        epochs=epochs,
+        batch_size=train_batch_size,
+        learning_rate=learning_rate,
+        max_length=train_max_length,
+        lora_r=lora_r,
+        lora_alpha=2 * lora_r,
+        validation=validation,
+        seed=train_seed,
+        topic_guard=topic_guard,
+    )
+    job = TrainJob(out, config, questions, pairs, synthetic, save_synthetic, limit)
     try:
-        if extra:
-            notes.append("validation on gold questions only; the other pairs train")
-        train_part, val_part = split_by_question(data, validation, train_seed, train_only=extra)
-        card = train(train_part, val_part, out, config, data_note="; ".join(notes), log=lambda m: err.print(m, markup=False),
-                     inputs=inputs)  # fmt: skip
+        run = TrainRun(settings, job, note=lambda line: err.print(line, markup=False))
+        ctx.call_on_close(run.close)  # the locks are held until the command ends
+        card = run.run()
     except CragError as exc:
         fail(str(exc))
     c = card["calibration"]

@@ -60,8 +60,14 @@ class Passage:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Passage":
-        return cls(d["id"], d.get("doc_id", d["id"]), d.get("title", ""), d["text"], d.get("source", ""),
-                   str(d.get("page") or ""))  # fmt: skip
+        return cls(
+            d["id"],
+            d.get("doc_id", d["id"]),
+            d.get("title", ""),
+            d["text"],
+            d.get("source", ""),
+            str(d.get("page") or ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -84,9 +90,34 @@ class CorpusReport:
 # --------------------------------------------------------------------------- text helpers
 
 _ABBREVIATIONS = {
-    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "fig",
-    "inc", "ltd", "co", "mt", "gen", "col", "lt", "sgt", "capt", "rev", "hon", "approx", "cf",
-}  # fmt: skip
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "no",
+    "fig",
+    "inc",
+    "ltd",
+    "co",
+    "mt",
+    "gen",
+    "col",
+    "lt",
+    "sgt",
+    "capt",
+    "rev",
+    "hon",
+    "approx",
+    "cf",
+}
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _WS = re.compile(r"\s+")
 
@@ -245,8 +276,9 @@ def _split_paged(doc: Document, max_words: int) -> list[Passage]:
         first, last = pages[at], pages[at + n - 1]
         at += n
         page = str(first) if first == last else f"{first}-{last}"
-        out.append(Passage(id=f"{doc.id}#{i}", doc_id=doc.id, title=doc.title, text=chunk, source=doc.source,
-                           page=page))  # fmt: skip
+        out.append(
+            Passage(id=f"{doc.id}#{i}", doc_id=doc.id, title=doc.title, text=chunk, source=doc.source, page=page)
+        )
     return out
 
 
@@ -329,8 +361,14 @@ def text_title(text: str, max_words: int = 32) -> str | None:
         return None
     if not any(re.search(r"[^\W\d_]{3,}", w) for w in words):  # no word of letters: "1", "2024-05-01"
         return None
-    if ("://" in first or "@" in first or "\t" in lines[0] or first.count(",") > first.count(" ") or re.search(r"[=*_~-]{3,}", first)
-            or first.startswith(("#!", "-*-"))):  # fmt: skip
+    if (
+        "://" in first
+        or "@" in first
+        or "\t" in lines[0]
+        or first.count(",") > first.count(" ")
+        or re.search(r"[=*_~-]{3,}", first)
+        or first.startswith(("#!", "-*-"))
+    ):
         return None
     return first
 
@@ -368,9 +406,7 @@ class FileListing:
         return path.relative_to(self.base).as_posix()
 
 
-def list_files(
-    folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None
-) -> FileListing:
+def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None) -> FileListing:
     """The supported documents below ``folder``, without reading them.
 
     Parameters

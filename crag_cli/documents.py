@@ -124,8 +124,11 @@ def _first_words(exc: Exception) -> str:
     return "not a PDF, or damaged" if not text or "Success" in text else text
 
 
-_JUNK_TITLE = re.compile(r"^(untitled\b.*|document\d*|presentation\d*|powerpoint presentation|slide \d+|"
-                         r".*\.(docx?|pptx?|pdf|tex|dvi|odt)|microsoft word - .*)$", re.IGNORECASE)  # fmt: skip
+_JUNK_TITLE = re.compile(
+    r"^(untitled\b.*|document\d*|presentation\d*|powerpoint presentation|slide \d+|"
+    r".*\.(docx?|pptx?|pdf|tex|dvi|odt)|microsoft word - .*)$",
+    re.IGNORECASE,
+)
 
 
 def _title(title: str) -> str:
@@ -183,6 +186,7 @@ def drop_running_lines(pages: Sequence[str], edge: int = 2) -> list[str]:
     >>> drop_running_lines(["Report\\nalpha one\\n1", "Report\\nbeta two\\n2", "Report\\ngamma three\\n3"])
     ['alpha one', 'beta two', 'gamma three']
     """
+
     def places(lines: list[str]) -> list[tuple[int, str]]:
         """(line index, place key) of a page's candidate lines; a place is "t0", "t1", "b0", "b1"."""
         k = min(edge, max(1, len(lines) // 2))
@@ -277,8 +281,14 @@ def read_docx(path: Path, rel: str) -> list[Document]:
     for n, (heading, blocks) in enumerate(sections):
         body = "\n\n".join(b for b in blocks if b.strip())
         if body.strip():
-            docs.append(Document(id=f"{rel}#s{n}" if n else rel, title=f"{title} › {heading}" if heading else title,
-                                 text=body, source=rel))  # fmt: skip
+            docs.append(
+                Document(
+                    id=f"{rel}#s{n}" if n else rel,
+                    title=f"{title} › {heading}" if heading else title,
+                    text=body,
+                    source=rel,
+                )
+            )
     if not docs:
         raise Unreadable("no text")
     return docs

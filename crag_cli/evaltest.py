@@ -115,8 +115,10 @@ class Report:
 
 def in_sample_note(in_sample: dict[str, int], n: int) -> str:
     """The warning for a test on questions the evaluator has seen (``in_sample``: counts per side)."""
-    return (f"IN-SAMPLE: {in_sample['training']} of these {n} questions trained this evaluator and "
-            f"{in_sample['validation']} calibrated it; its figures on them overstate it")  # fmt: skip
+    return (
+        f"IN-SAMPLE: {in_sample['training']} of these {n} questions trained this evaluator and "
+        f"{in_sample['validation']} calibrated it; its figures on them overstate it"
+    )
 
 
 def evaluator_test(
@@ -157,7 +159,9 @@ def evaluator_test(
     accuracy, actions = action_accuracy(items, thresholds.upper, thresholds.lower)
     confusion = {label: {a.value: 0 for a in Action} for label in ("holds", "does not hold")}
     for it in items:
-        confusion["holds" if it.holds else "does not hold"][decide(it.scores, thresholds.upper, thresholds.lower).value] += 1
+        confusion["holds" if it.holds else "does not hold"][
+            decide(it.scores, thresholds.upper, thresholds.lower).value
+        ] += 1
     n = len(questions)
     pairs = len(all_scores)
     judged = [s >= thresholds.upper for s in all_scores]

@@ -148,9 +148,12 @@ class MiniLMEvaluator:
         out = [None] * len(texts)
         for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):
             enc = self._tokenizer(
-                [texts[i] for i in batch], padding="longest", truncation=True,
-                max_length=self.max_length, return_tensors="pt",
-            )  # fmt: skip
+                [texts[i] for i in batch],
+                padding="longest",
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
             with torch.inference_mode():
                 hidden = self._model(**enc).last_hidden_state
             self.forward_passes += 1
@@ -206,8 +209,9 @@ class T5Evaluator:
         if not self.path.is_dir():
             raise EvaluatorError(f"T5 evaluator checkpoint not found: {self.path}")
         if not (self.path / "config.json").is_file():
-            raise EvaluatorError(f"{self.path} is not a T5 checkpoint (no config.json) nor a trained evaluator "
-                                 f"(no {MANIFEST})")  # fmt: skip
+            raise EvaluatorError(
+                f"{self.path} is not a T5 checkpoint (no config.json) nor a trained evaluator (no {MANIFEST})"
+            )
 
     def load(self) -> None:
         """Load the model now (it is otherwise loaded on the first score)."""
@@ -244,9 +248,12 @@ class T5Evaluator:
         out = [0.0] * len(texts)
         for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):
             enc = self._tokenizer(
-                [texts[i] for i in batch], padding="longest", truncation=True,
-                max_length=self.max_length, return_tensors="pt",
-            )  # fmt: skip
+                [texts[i] for i in batch],
+                padding="longest",
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
             with torch.inference_mode():
                 logits = self._model(**enc).logits[:, 0]
             self.forward_passes += 1
@@ -274,7 +281,9 @@ def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> E
         return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
     if kind == "minilm-cosine":
         return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
-    return T5Evaluator(path, batch_size=batch_size, max_length=max_length)  # checked when it loads (rag mode never does)
+    return T5Evaluator(
+        path, batch_size=batch_size, max_length=max_length
+    )  # checked when it loads (rag mode never does)
 
 
 def parse_spec(spec: str) -> tuple[str, Path | None]:
@@ -430,10 +439,21 @@ def encode_pairs(tokenizer, pairs: Sequence[Pair], max_length: int, t5: bool, pa
     passage, unless a question is longer than its passage).
     """
     if t5:
-        return tokenizer([f"{q}{T5Evaluator.SEPARATOR}{p}" for q, p in pairs], padding=padding, truncation=True,
-                         max_length=max_length, return_tensors=tensors)  # fmt: skip
-    return tokenizer([q for q, _ in pairs], [p for _, p in pairs], padding=padding, truncation="longest_first",
-                     max_length=max_length, return_tensors=tensors)  # fmt: skip
+        return tokenizer(
+            [f"{q}{T5Evaluator.SEPARATOR}{p}" for q, p in pairs],
+            padding=padding,
+            truncation=True,
+            max_length=max_length,
+            return_tensors=tensors,
+        )
+    return tokenizer(
+        [q for q, _ in pairs],
+        [p for _, p in pairs],
+        padding=padding,
+        truncation="longest_first",
+        max_length=max_length,
+        return_tensors=tensors,
+    )
 
 
 def logit_to_score(z: float) -> float:

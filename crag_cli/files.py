@@ -259,7 +259,9 @@ class Lock:
                 owner = _read_owner(fd)
                 os.close(fd)
                 if owner.startswith(f"pid {os.getpid()} "):
-                    raise CragError(f"{self.target} is named twice in this command: give each output its own name") from None
+                    raise CragError(
+                        f"{self.target} is named twice in this command: give each output its own name"
+                    ) from None
                 raise CragError(
                     f"the {self.what} {self.target} is being written by another crag run ({owner or 'pid unknown'}): "
                     "wait for it to finish, or stop it"

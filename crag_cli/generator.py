@@ -234,9 +234,13 @@ class LlamaGenerator:
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, n_ctx: int = 4096, temperature: float = 0.0, seed: int = 0,
+        self,
+        model: str = DEFAULT_MODEL,
+        n_ctx: int = 4096,
+        temperature: float = 0.0,
+        seed: int = 0,
         threads: int | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.model = canonical_name(model)
         self.n_ctx = n_ctx
         self.temperature = temperature
@@ -265,8 +269,13 @@ class LlamaGenerator:
         try:
             threads = self.threads or os.cpu_count() or 1  # llama-cpp-python's own default is half the cores
             llm = Llama(
-                model_path=str(path), n_ctx=self.n_ctx, seed=self.seed, n_threads=threads,
-                n_threads_batch=threads, n_batch=512, verbose=False,
+                model_path=str(path),
+                n_ctx=self.n_ctx,
+                seed=self.seed,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_batch=512,
+                verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"cannot load model {path}: {exc}") from None
@@ -274,8 +283,9 @@ class LlamaGenerator:
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
         bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
         template = llm.metadata.get("tokenizer.chat_template") or PLAIN_TEMPLATE
-        self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
-                                              stop_token_ids=[eos_id] if eos_id != -1 else None)  # fmt: skip
+        self._formatter = Jinja2ChatFormatter(
+            template=template, eos_token=eos, bos_token=bos, stop_token_ids=[eos_id] if eos_id != -1 else None
+        )
         self._eos = eos
         self._llm = llm
         self.model_path = path
@@ -310,8 +320,9 @@ class LlamaGenerator:
         tokens: list[int] = []
         for i, (text, trusted) in enumerate(pieces):
             if text or i == 0:
-                tokens += self._llm.tokenize(text.encode("utf-8", "replace"), special=trusted,
-                                             add_bos=i == 0 and not response.added_special)  # fmt: skip
+                tokens += self._llm.tokenize(
+                    text.encode("utf-8", "replace"), special=trusted, add_bos=i == 0 and not response.added_special
+                )
         return tokens, response
 
     def _defuse(self, text: str) -> str:
@@ -325,7 +336,9 @@ class LlamaGenerator:
         """The texts of the vocabulary's control and user-defined tokens, longest first."""
         if getattr(self, "_specials", None) is None:
             model = self._llm._model
-            found = {model.token_get_text(t) for t in range(model.n_vocab()) if model.token_get_attr(t) & _SPECIAL_ATTRS}
+            found = {
+                model.token_get_text(t) for t in range(model.n_vocab()) if model.token_get_attr(t) & _SPECIAL_ATTRS
+            }
             self._specials = sorted((t for t in found if len(t) > 1), key=len, reverse=True)
         return self._specials
 
@@ -347,10 +360,15 @@ class LlamaGenerator:
             return scores
 
         stream = self._llm.create_completion(
-            tokens, max_tokens=max_tokens, temperature=self.temperature, seed=self.seed,
-            stop=[self._eos] if self._eos else [], stopping_criteria=response.stopping_criteria, stream=True,
+            tokens,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            stop=[self._eos] if self._eos else [],
+            stopping_criteria=response.stopping_criteria,
+            stream=True,
             logits_processor=LogitsProcessorList([count_steps]),
-        )  # fmt: skip
+        )
         pieces: list[str] = []
         for chunk in stream:
             piece = chunk["choices"][0]["text"]

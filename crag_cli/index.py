@@ -47,7 +47,9 @@ MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 PASSAGE_OFFSETS = "passages.offsets.npy"
 BM25_DIR = "bm25"
-INDEX_ENTRIES = frozenset({MANIFEST, PASSAGES, PASSAGE_OFFSETS, BM25_DIR})  # everything crag writes into an index folder
+INDEX_ENTRIES = frozenset(
+    {MANIFEST, PASSAGES, PASSAGE_OFFSETS, BM25_DIR}
+)  # everything crag writes into an index folder
 
 
 class IndexUnusableError(CragError):
@@ -58,8 +60,6 @@ def corrupt(where: Path, problem: Exception | str) -> IndexUnusableError:
     """The one message for an index damaged after it was built (found when it is read)."""
     what = f"{type(problem).__name__}: {one_line(problem)}" if isinstance(problem, Exception) else problem
     return IndexUnusableError(f"corrupt index at {where} ({what}): re-run crag index --force")
-
-
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,14 @@ class TokenizerSettings:
         import bm25s
 
         return bm25s.tokenize(
-            list(texts), lower=self.lower, token_pattern=self.splitter, stopwords=self.stopwords,
-            stemmer=_stemmer(self.stemmer), return_ids=return_ids, show_progress=False,
-        )  # fmt: skip
+            list(texts),
+            lower=self.lower,
+            token_pattern=self.splitter,
+            stopwords=self.stopwords,
+            stemmer=_stemmer(self.stemmer),
+            return_ids=return_ids,
+            show_progress=False,
+        )
 
     def check(self) -> None:
         """Raise ``ValueError`` when these settings cannot tokenize (unknown stemmer, bad pattern, ...)."""
@@ -177,8 +182,13 @@ class BuildReport:
 
 def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
     """The settings an index was built with: an index with other settings is rebuilt."""
-    return {"format_version": FORMAT_VERSION, "readers": READERS_VERSION, "passage_words": passage_words,
-            "tokenizer": asdict(tok), "bm25": asdict(params)}  # fmt: skip
+    return {
+        "format_version": FORMAT_VERSION,
+        "readers": READERS_VERSION,
+        "passage_words": passage_words,
+        "tokenizer": asdict(tok),
+        "bm25": asdict(params),
+    }
 
 
 def _content(sources: list[dict]) -> list[tuple]:
@@ -214,7 +224,10 @@ def is_crag_index(path: Path) -> bool:
                 return False
             for entry in os.scandir(path / BM25_DIR):  # crag's term matrix, or bm25s's files (format 1)
                 name = entry.name
-                if not (entry.is_file(follow_symlinks=False) and (name in TERM_FILES or name.endswith((".index.npy", ".index.json")))):
+                if not (
+                    entry.is_file(follow_symlinks=False)
+                    and (name in TERM_FILES or name.endswith((".index.npy", ".index.json")))
+                ):
                     return False
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -294,7 +307,9 @@ def read_manifest(index_dir: Path) -> dict:
         )
     problem = _manifest_problem(manifest)
     if problem:
-        raise IndexUnusableError(f"corrupt index at {index_dir}: {MANIFEST} {problem}; rebuild it with crag index --force")
+        raise IndexUnusableError(
+            f"corrupt index at {index_dir}: {MANIFEST} {problem}; rebuild it with crag index --force"
+        )
     return manifest
 
 
@@ -334,8 +349,11 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
         return None
     try:
         manifest = read_manifest(index_dir)
-        if (manifest.get("passage_words") != passage_words or manifest.get("tokenizer") != asdict(tokenizer)
-                or manifest.get("readers") != READERS_VERSION):  # fmt: skip
+        if (
+            manifest.get("passage_words") != passage_words
+            or manifest.get("tokenizer") != asdict(tokenizer)
+            or manifest.get("readers") != READERS_VERSION
+        ):
             return None
         sources = {s["path"]: s for s in manifest["sources"]}
         terms = TermMatrix.load(index_dir / BM25_DIR)
@@ -414,8 +432,9 @@ def build_index(
         raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
         recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
-        return _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress,
-                             include_hidden, start)  # fmt: skip
+        return _build_locked(
+            docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
+        )
 
 
 def recover_index(index_dir: Path) -> str | None:
@@ -453,8 +472,9 @@ def recover_index(index_dir: Path) -> str | None:
     return None
 
 
-def _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden,
-                  start) -> BuildReport:  # fmt: skip
+def _build_locked(
+    docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
+) -> BuildReport:
     from .version import __version__
 
     cleaned = files.clean_stale(index_dir)
@@ -465,24 +485,61 @@ def _build_locked(docs, index_dir, shown, passage_words, tokenizer, params, forc
         sources = [_source_entry(p, listing.rel(p), previous.get(listing.rel(p))) for p in listing.paths]
         settings = _fingerprint(passage_words, tokenizer, params)
         left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
-        if not force and old is not None and _content(old.manifest["sources"]) == _content(sources) and all(
-            old.manifest.get(k) == v for k, v in settings.items()
+        if (
+            not force
+            and old is not None
+            and _content(old.manifest["sources"]) == _content(sources)
+            and all(old.manifest.get(k) == v for k, v in settings.items())
         ):
             m = old.manifest
             skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in m.get("skipped", []) if isinstance(s, dict)]
             return BuildReport(
-                "unchanged", m.get("passage_count", 0), m.get("document_count", 0), len(listing.paths),
-                skipped, time.perf_counter() - start, **left_out, reused=len(listing.paths),
-            )  # fmt: skip
-        return _write_index(docs, index_dir, shown, listing, sources, settings, old, tokenizer, params,
-                            passage_words, progress, start, left_out, __version__)  # fmt: skip
+                "unchanged",
+                m.get("passage_count", 0),
+                m.get("document_count", 0),
+                len(listing.paths),
+                skipped,
+                time.perf_counter() - start,
+                **left_out,
+                reused=len(listing.paths),
+            )
+        return _write_index(
+            docs,
+            index_dir,
+            shown,
+            listing,
+            sources,
+            settings,
+            old,
+            tokenizer,
+            params,
+            passage_words,
+            progress,
+            start,
+            left_out,
+            __version__,
+        )
     finally:
         if old is not None:
             old.passages.close()
 
 
-def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokenizer, params, passage_words,
-                 progress, start, left_out, version) -> BuildReport:  # fmt: skip
+def _write_index(
+    docs,
+    index_dir,
+    shown,
+    listing,
+    sources,
+    settings,
+    old,
+    tokenizer,
+    params,
+    passage_words,
+    progress,
+    start,
+    left_out,
+    version,
+) -> BuildReport:
     """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
     import numpy as np
     import scipy.sparse as sp
@@ -492,12 +549,17 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
     read = reused = documents = 0
     for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
         prev = old.sources.get(src["path"]) if old is not None else None
-        if prev is not None and src["size"] >= 0 and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"]):
+        if (
+            prev is not None
+            and src["size"] >= 0
+            and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"])
+        ):
             pieces.append(range(*prev["passages"]))
             src_docs = int(prev.get("documents", 0))
             src_skipped = [tuple(x) for x in prev.get("skipped", [])]
             reused += 1
         else:
+
             def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
                 if progress is not None:
                     progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
@@ -514,8 +576,7 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
     total = sum(len(p) for p in pieces)
     if not total:
         raise IndexUnusableError(
-            f"no documents to index in {docs} "
-            f"({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
+            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
         )
 
     # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
@@ -529,7 +590,9 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
     vocab.extend(list(term_id)[len(vocab) :])
     new_counts = count_terms(ids, len(local_vocab))
     del ids
-    new_counts = sp.csr_matrix((new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab)))
+    new_counts = sp.csr_matrix(
+        (new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab))
+    )
     old_counts = None
     if old is not None:
         c = old.terms.counts()
@@ -589,9 +652,16 @@ def _write_index(docs, index_dir, shown, listing, sources, settings, old, tokeni
     if old_dir is not None:
         files.remove(old_dir)
     return BuildReport(
-        "built", total, documents, len(listing.paths), skipped, time.perf_counter() - start, **left_out,
-        read=read, reused=reused,
-    )  # fmt: skip
+        "built",
+        total,
+        documents,
+        len(listing.paths),
+        skipped,
+        time.perf_counter() - start,
+        **left_out,
+        read=read,
+        reused=reused,
+    )
 
 
 def _index_text(p: Passage) -> str:

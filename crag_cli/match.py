@@ -67,7 +67,7 @@ def normalise_answer(answer: str) -> str:
     low = text.lower()
     for article in _ARTICLES:
         if low.startswith(article):
-            text = text[len(article):].strip(_EDGE)
+            text = text[len(article) :].strip(_EDGE)
             break
     return text
 

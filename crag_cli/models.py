@@ -77,8 +77,10 @@ class EmbeddedModel:
 
 def _split_across(prefix: str, count: int) -> dict:
     """``packages`` and ``parts`` of a model split as ``PREFIX1`` ... ``PREFIXN``, each holding ``data/partNN.bin``."""
-    return {"packages": tuple(f"{prefix}{i}" for i in range(1, count + 1)),
-            "parts": tuple(f"data/part{i:02d}.bin" for i in range(1, count + 1))}  # fmt: skip
+    return {
+        "packages": tuple(f"{prefix}{i}" for i in range(1, count + 1)),
+        "parts": tuple(f"data/part{i:02d}.bin" for i in range(1, count + 1)),
+    }
 
 
 QWEN_05B = EmbeddedModel(

@@ -185,8 +185,13 @@ class Pipeline:
         strips = []
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            if self.refine_knowledge and decide(scores, self.thresholds.upper, self.thresholds.lower) is not Action.INCORRECT:
-                sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)]
+            if (
+                self.refine_knowledge
+                and decide(scores, self.thresholds.upper, self.thresholds.lower) is not Action.INCORRECT
+            ):
+                sources = [
+                    KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)
+                ]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
         strips = [p for p in dict.fromkeys(strips) if p not in self._scorer.ahead]
         if strips:
@@ -228,11 +233,20 @@ class Pipeline:
         """
         kept = self._kept(result.hits, result.scores)
         if not self.refine_knowledge:
-            return [Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)]
+            return [
+                Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
+            ]
         sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in kept]
         with _Timer(result.timings, "refine"):
-            return refine(result.question, sources, self._scorer, self.strip_mode, self._top(result),
-                          self.thresholds.filter, self.ranking)  # fmt: skip
+            return refine(
+                result.question,
+                sources,
+                self._scorer,
+                self.strip_mode,
+                self._top(result),
+                self.thresholds.filter,
+                self.ranking,
+            )
 
     def _strongest_first(self, result: Result) -> list[Strip]:
         """The result's strips, internal then external, strongest first by the pipeline's ranking (ties keep order)."""
@@ -260,8 +274,10 @@ class Pipeline:
         ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
         external and the original order.
         """
-        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score))
-                for s in self._strongest_first(result)]  # fmt: skip
+        return [
+            KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score))
+            for s in self._strongest_first(result)
+        ]
 
     def _top(self, result: Result) -> int:
         """Strips the generator gets for this result's action."""

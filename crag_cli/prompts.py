@@ -143,8 +143,9 @@ def fit_knowledge(
         words = items[lo].text.split()
         while len(words) > 8:
             words = words[: len(words) // 2]
-            candidate = kept + [KnowledgeItem(" ".join(words) + " ...", items[lo].source, items[lo].title,
-                                              items[lo].relevance)]
+            candidate = kept + [
+                KnowledgeItem(" ".join(words) + " ...", items[lo].source, items[lo].title, items[lo].relevance)
+            ]
             if count_tokens(build_messages(question, candidate, task)) <= budget:
                 kept = candidate
                 break

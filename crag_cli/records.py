@@ -27,10 +27,15 @@ def to_record(result: Result) -> dict[str, Any]:
         "action": result.action.value if result.action else None,
         "thresholds": result.thresholds.to_dict() if result.thresholds else None,
         "scores": [
-            {"id": h.passage.id, "title": h.passage.title, "bm25": round(h.score, 4),
-             "score": round(s, 4) if s is not None else None, **({"source": h.passage.cite} if h.passage.page else {})}
+            {
+                "id": h.passage.id,
+                "title": h.passage.title,
+                "bm25": round(h.score, 4),
+                "score": round(s, 4) if s is not None else None,
+                **({"source": h.passage.cite} if h.passage.page else {}),
+            }
             for h, s in zip(result.hits, list(result.scores) + [None] * (len(result.hits) - len(result.scores)))
-        ],  # fmt: skip
+        ],
         "internal_knowledge": (
             [s.to_dict() for s in result.internal_knowledge] if result.internal_knowledge is not None else None
         ),
@@ -109,7 +114,7 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
     byte-order mark at the start of the file is ignored. The path ``-`` reads
     standard input.
     """
-    with (nullcontext(sys.stdin.buffer) if str(path) == "-" else open(path, "rb")) as f:
+    with nullcontext(sys.stdin.buffer) if str(path) == "-" else open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip(JSON_BLANK):
                 continue

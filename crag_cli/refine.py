@@ -214,7 +214,9 @@ def lexical_scores(question: str, texts: Sequence[str]) -> np.ndarray:
 
 def strip_pieces(sources: Sequence[KnowledgeSource], mode: str) -> list[tuple[str, KnowledgeSource, tuple[int, int]]]:
     """Every strip of ``sources`` as ``(text, source, (source index, strip index))``, in order."""
-    return [(text, src, (si, ti)) for si, src in enumerate(sources) for ti, text in enumerate(decompose(src.text, mode))]
+    return [
+        (text, src, (si, ti)) for si, src in enumerate(sources) for ti, text in enumerate(decompose(src.text, mode))
+    ]
 
 
 def refine(
@@ -261,6 +263,7 @@ def refine(
             chosen = sorted(by_lexical[:max_scored])  # in document order
             pieces, ranks = [pieces[i] for i in chosen], [ranks[i] for i in chosen]
     scores = evaluator.score([(question, text) for text, _, _ in pieces])
-    strips = [Strip(text, src.id, src.title, pos, score, rank)
-              for (text, src, pos), score, rank in zip(pieces, scores, ranks)]  # fmt: skip
+    strips = [
+        Strip(text, src.id, src.title, pos, score, rank) for (text, src, pos), score, rank in zip(pieces, scores, ranks)
+    ]
     return select_strips(strips, top_k, threshold, ranking)

@@ -74,18 +74,27 @@ class Settings(BaseModel):
         "minilm",
         "Retrieval evaluator: minilm (embedded, trained), minilm:PATH or PATH (made by crag train-evaluator), "
         "t5:PATH, or minilm-cosine (the untrained cosine, for comparison).",
-        "evaluator", answers=True,
+        "evaluator",
+        answers=True,
     )
     batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", answers=False, ge=1, le=4096)
     max_length: int = setting(
-        512, "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).", "evaluator", answers=True,
-        ge=16, le=512,
-    )  # fmt: skip
+        512,
+        "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).",
+        "evaluator",
+        answers=True,
+        ge=16,
+        le=512,
+    )
     preset: Optional[Literal[tuple(PRESETS)]] = setting(  # type: ignore[valid-type]
         None, f"Paper thresholds for the T5 evaluator: {', '.join(PRESETS)}.", "thresholds", answers=True
     )
-    upper: Optional[float] = setting(None, "Upper threshold: Correct if any score >= it.", "thresholds", answers=True, ge=-1, le=1)
-    lower: Optional[float] = setting(None, "Lower threshold: Incorrect if all scores < it.", "thresholds", answers=True, ge=-1, le=1)
+    upper: Optional[float] = setting(
+        None, "Upper threshold: Correct if any score >= it.", "thresholds", answers=True, ge=-1, le=1
+    )
+    lower: Optional[float] = setting(
+        None, "Lower threshold: Incorrect if all scores < it.", "thresholds", answers=True, ge=-1, le=1
+    )
     filter_threshold: Optional[float] = setting(
         None, "Strips scoring below it are dropped.", "thresholds", answers=True, ge=-1, le=1
     )
@@ -93,43 +102,70 @@ class Settings(BaseModel):
         "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine", answers=True
     )
     strips: int = setting(
-        5, "Strips the generator gets: the strongest, of the passages and the web pages together.", "refine", answers=True,
-        ge=1, le=100,
-    )  # fmt: skip
+        5,
+        "Strips the generator gets: the strongest, of the passages and the web pages together.",
+        "refine",
+        answers=True,
+        ge=1,
+        le=100,
+    )
     strips_correct: int = setting(
-        3, "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.", "refine", answers=True,
-        ge=1, le=100,
-    )  # fmt: skip
+        3,
+        "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.",
+        "refine",
+        answers=True,
+        ge=1,
+        le=100,
+    )
     refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine", answers=True)
     ranking: Literal[RANKINGS] = setting(  # type: ignore[valid-type]
-        "fused", "Strongest strips: fused (the evaluator's score fused with the retrieval order) or evaluator "
-        "(the score alone, as in the paper).", "refine", answers=True,
-    )  # fmt: skip
+        "fused",
+        "Strongest strips: fused (the evaluator's score fused with the retrieval order) or evaluator "
+        "(the score alone, as in the paper).",
+        "refine",
+        answers=True,
+    )
     model: str = setting(
-        DEFAULT_MODEL, "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",
-        "generator", answers=True,
-    )  # fmt: skip
+        DEFAULT_MODEL,
+        "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",
+        "generator",
+        answers=True,
+    )
     task: Literal[TASKS] = setting("popqa", "Prompt: " + ", ".join(TASKS) + ".", "generator", answers=True)  # type: ignore[valid-type]
-    max_tokens: Optional[int] = setting(None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192)
+    max_tokens: Optional[int] = setting(
+        None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192
+    )
     n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
     temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)
     seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)
-    threads: Optional[int] = setting(None, "CPU threads for generation (default: all cores).", "generator", answers=False, ge=1, le=1024)
+    threads: Optional[int] = setting(
+        None, "CPU threads for generation (default: all cores).", "generator", answers=False, ge=1, le=1024
+    )
     web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True)  # type: ignore[valid-type]
     searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web", answers=True)
     rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web", answers=True)
     web_results: int = setting(5, "Result pages to fetch.", "web", answers=True, ge=1, le=50)
     strips_scored: int = setting(
-        40, "Web strips the evaluator scores per question: the best by BM25 within the fetched pages.", "web", answers=True,
-        ge=1, le=10000,
-    )  # fmt: skip
+        40,
+        "Web strips the evaluator scores per question: the best by BM25 within the fetched pages.",
+        "web",
+        answers=True,
+        ge=1,
+        le=10000,
+    )
     wiki_first: bool = setting(False, "Wikipedia results first.", "web", answers=True)
     allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web", answers=True)
     cache: bool = setting(True, "Use the on-disk web cache.", "web", answers=False)
-    fetch_timeout: float = setting(10.0, "Connect/read timeout per page and search, seconds.", "web", answers=False, gt=0, le=600)
-    max_page_bytes: int = setting(2_000_000, "A page body is cut at this many bytes.", "web", answers=True, ge=1000, le=10**9)
+    fetch_timeout: float = setting(
+        10.0, "Connect/read timeout per page and search, seconds.", "web", answers=False, gt=0, le=600
+    )
+    max_page_bytes: int = setting(
+        2_000_000, "A page body is cut at this many bytes.", "web", answers=True, ge=1000, le=10**9
+    )
     cache_ttl: float = setting(7 * 24 * 3600.0, "Web cache expiry, seconds.", "web", answers=False, ge=0)
-    cache_max_mb: float = setting(200.0, "Web cache size bound, MB (oldest entries go first).", "web", answers=False, gt=0)
+    cache_max_mb: float = setting(
+        200.0, "Web cache size bound, MB (oldest entries go first).", "web", answers=False, gt=0
+    )
 
     @field_validator("index", mode="after")
     @classmethod
@@ -305,13 +341,18 @@ def help_text(name: str) -> str:
 
 def markdown_table() -> str:
     """The table of settings in docs/commands.md, made from the declarations (a test checks it is exactly this)."""
-    rows = ["| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |", "|---|---|---|---|---|"]
+    rows = [
+        "| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |",
+        "|---|---|---|---|---|",
+    ]
     for name in field_names():
         decls = option_decls(name)
         shown = default_text(name) or "–"
         allowed = " \\| ".join(choices(name) or ()) or bounds(name)
-        rows.append(f"| {' '.join(f'`{d}`' for d in decls)} | `{name}` | {shown} | {allowed} | "
-                    f"{Settings.model_fields[name].description} |")  # fmt: skip
+        rows.append(
+            f"| {' '.join(f'`{d}`' for d in decls)} | `{name}` | {shown} | {allowed} | "
+            f"{Settings.model_fields[name].description} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -368,7 +409,9 @@ def coerce(name: str, value: Any, source: str) -> Any:
         if value_type(name) is float and not _finite_text(value):
             raise SettingsError(_bad(name, value, source, "input should be a finite number"))
     if isinstance(value, bool) and value_type(name) is not bool:  # TOML true is not the number 1
-        raise SettingsError(_bad(name, value, source, f"input should be {_METAVAR_WORDS.get(value_type(name), 'text')}"))
+        raise SettingsError(
+            _bad(name, value, source, f"input should be {_METAVAR_WORDS.get(value_type(name), 'text')}")
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise SettingsError(_bad(name, value, source, "input should be a finite number"))
     try:
@@ -547,6 +590,7 @@ def write_config(path: Path, values: Mapping[str, Any], inputs: tuple[Path, ...]
     if any(merged.get(k) != (str(v) if isinstance(v, Path) else v) for k, v in values.items() if v is not None):
         raise SettingsError(f"cannot update {path}: its layout hides the new values (a key set twice?); left alone")
     write_text_atomic(path, text)
+
 
 __all__ = [
     "Settings",

@@ -40,9 +40,16 @@ from .errors import CragError
 from .evaltest import auc
 from .files import write_text_atomic
 from .evaluator import (
-    EMBEDDED_BASE, MANIFEST, encode_pairs, guard_can_lift, is_t5, load_classifier, logit_to_score, parse_spec,
+    EMBEDDED_BASE,
+    MANIFEST,
+    encode_pairs,
+    guard_can_lift,
+    is_t5,
+    load_classifier,
+    logit_to_score,
+    parse_spec,
     read_trained,
-)  # fmt: skip
+)
 from .index import is_crag_index
 from .match import contains_phrase, holds_answer
 
@@ -147,7 +154,9 @@ def read_labelled_pairs(path: Path) -> Iterator[LabelledPair | str]:
                 continue
             qid = obj.get("qid")
             key = str(qid) if qid is not None and str(qid).strip() else question_key(q)
-            yield LabelledPair(f"pairs:{key}", q.strip(), p, int(y), tuple(a.strip() for a in answers))  # never a gold id
+            yield LabelledPair(
+                f"pairs:{key}", q.strip(), p, int(y), tuple(a.strip() for a in answers)
+            )  # never a gold id
 
 
 def write_labelled_pairs(pairs: Iterable[LabelledPair], path: Path) -> None:
@@ -155,8 +164,14 @@ def write_labelled_pairs(pairs: Iterable[LabelledPair], path: Path) -> None:
 
     Written beside ``path`` and renamed into place.
     """
-    lines = (json.dumps({"qid": p.qid, "question": p.question, "passage": p.passage, "label": p.label,
-                         "answers": list(p.answers)}, ensure_ascii=False) + "\n" for p in pairs)  # fmt: skip
+    lines = (
+        json.dumps(
+            {"qid": p.qid, "question": p.question, "passage": p.passage, "label": p.label, "answers": list(p.answers)},
+            ensure_ascii=False,
+        )
+        + "\n"
+        for p in pairs
+    )
     write_text_atomic(path, "".join(lines))
 
 
@@ -261,9 +276,14 @@ def parse_synthetic(reply: str) -> tuple[str, str] | None:
 
 
 def synthetic_pairs(
-    index, generator, n: int, top_k: int = 10, seed: int = 0, max_tokens: int = 64,
+    index,
+    generator,
+    n: int,
+    top_k: int = 10,
+    seed: int = 0,
+    max_tokens: int = 64,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[LabelledPair], dict]:  # fmt: skip
+) -> tuple[list[LabelledPair], dict]:
     """Questions written by the generator for ``n`` sampled passages of ``index``, labelled by retrieval.
 
     For each sampled passage the generator writes a question and a short answer.
@@ -285,8 +305,14 @@ def synthetic_pairs(
     rng = random.Random(seed)
     passages = [p for p in index.passages if len(p.text.split()) >= 20] or list(index.passages)
     chosen = rng.sample(passages, min(n, len(passages)))
-    counts = {"sampled": len(chosen), "kept": 0, "dropped_unparsed": 0, "dropped_long_answer": 0,
-              "dropped_not_in_passage": 0, "dropped_not_retrieved": 0}  # fmt: skip
+    counts = {
+        "sampled": len(chosen),
+        "kept": 0,
+        "dropped_unparsed": 0,
+        "dropped_long_answer": 0,
+        "dropped_not_in_passage": 0,
+        "dropped_not_retrieved": 0,
+    }
     out: list[LabelledPair] = []
     for done, passage in enumerate(chosen, 1):
         reply = generator.generate(
@@ -356,7 +382,7 @@ def question_groups(pairs: Sequence[LabelledPair]) -> list[int]:
 
 def split_by_question(
     pairs: Sequence[LabelledPair], validation: float, seed: int = 0, train_only: Sequence[LabelledPair] = ()
-):  # fmt: skip
+):
     """``(train, validation)``: the questions shuffled with ``seed``, ``validation`` of them held out.
 
     Every pair of a question lands on the same side, a question being its
@@ -416,8 +442,9 @@ class _PairDataset:
     """Tokenised pairs for the Trainer (a map-style dataset)."""
 
     def __init__(self, tokenizer, pairs: Sequence[LabelledPair], max_length: int, t5: bool) -> None:
-        enc = encode_pairs(tokenizer, [(p.question, p.passage) for p in pairs], max_length, t5,
-                           padding=False, tensors=None)  # fmt: skip
+        enc = encode_pairs(
+            tokenizer, [(p.question, p.passage) for p in pairs], max_length, t5, padding=False, tensors=None
+        )
         self.rows = [{k: enc[k][i] for k in enc} | {"labels": [float(p.label)]} for i, p in enumerate(pairs)]
 
     def __len__(self) -> int:
@@ -453,7 +480,9 @@ def check_output_folder(out: Path, inputs: Sequence[Path] = ()) -> None:
     for path in inputs:
         full = Path(path).resolve()
         if full == real or real in full.parents or full in real.parents and is_crag_index(full):
-            raise TrainingError(f"--out {given} and the input {path} overlap: crag never writes over or into its inputs")
+            raise TrainingError(
+                f"--out {given} and the input {path} overlap: crag never writes over or into its inputs"
+            )
     if out.is_dir():
         entries = sorted(e.name for e in out.iterdir())
         if entries:
@@ -518,13 +547,18 @@ def train(
     tokenizer, model = load_classifier(config.base)
     t5 = is_t5(model)
     lora = LoraConfig(
-        task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+        task_type=TaskType.SEQ_CLS,
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
         target_modules="all-linear",
-    )  # fmt: skip
+    )
     model = get_peft_model(model, lora)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    log(f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
-        f"validating on {len(val_pairs)}")  # fmt: skip
+    log(
+        f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
+        f"validating on {len(val_pairs)}"
+    )
     train_ds = _PairDataset(tokenizer, train_pairs, config.max_length, t5)
     val_ds = _PairDataset(tokenizer, val_pairs, config.max_length, t5)
     precision = {"correct_precision": config.correct_precision, "incorrect_precision": config.incorrect_precision}
@@ -539,17 +573,38 @@ def train(
     work = files.temp_dir(out)
     try:
         args = TrainingArguments(
-            output_dir=str(work / "checkpoints"), num_train_epochs=config.epochs,
-            per_device_train_batch_size=config.batch_size, per_device_eval_batch_size=max(32, config.batch_size),
-            learning_rate=config.learning_rate, **_warmup(0.1), weight_decay=0.01, lr_scheduler_type="linear",
-            eval_strategy="epoch", save_strategy="epoch", save_total_limit=2, load_best_model_at_end=True,
-            metric_for_best_model="action_accuracy", greater_is_better=True, seed=config.seed, data_seed=config.seed,
-            use_cpu=not torch.cuda.is_available(), report_to=[], logging_strategy="epoch", dataloader_num_workers=0,
-            disable_tqdm=False, save_only_model=True,
-        )  # fmt: skip
+            output_dir=str(work / "checkpoints"),
+            num_train_epochs=config.epochs,
+            per_device_train_batch_size=config.batch_size,
+            per_device_eval_batch_size=max(32, config.batch_size),
+            learning_rate=config.learning_rate,
+            **_warmup(0.1),
+            weight_decay=0.01,
+            lr_scheduler_type="linear",
+            eval_strategy="epoch",
+            save_strategy="epoch",
+            save_total_limit=2,
+            load_best_model_at_end=True,
+            metric_for_best_model="action_accuracy",
+            greater_is_better=True,
+            seed=config.seed,
+            data_seed=config.seed,
+            use_cpu=not torch.cuda.is_available(),
+            report_to=[],
+            logging_strategy="epoch",
+            dataloader_num_workers=0,
+            disable_tqdm=False,
+            save_only_model=True,
+        )
         hf_logging.set_verbosity_error()
-        trainer = Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
-                          data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=compute_metrics)  # fmt: skip
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_ds,
+            eval_dataset=val_ds,
+            data_collator=DataCollatorWithPadding(tokenizer),
+            compute_metrics=compute_metrics,
+        )
         with contextlib.redirect_stdout(sys.stderr):  # the Trainer's logs are progress, not data
             trainer.train()
         model = trainer.model.eval()
@@ -565,16 +620,24 @@ def train(
         val_scores = scorer.score(val_input)
         strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
         strip_scores = scorer.score([(p.question, s) for p, s in strips])
-        calib = calibrate(question_items(val_pairs, val_scores), strip_scores,
-                          [p.label == 1 and p.strip_holds(s) for p, s in strips],
-                          config.correct_precision, config.incorrect_precision, config.strip_recall)  # fmt: skip
+        calib = calibrate(
+            question_items(val_pairs, val_scores),
+            strip_scores,
+            [p.label == 1 and p.strip_holds(s) for p, s in strips],
+            config.correct_precision,
+            config.incorrect_precision,
+            config.strip_recall,
+        )
         guard = None
         if config.topic_guard and not t5:
             guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
             if guard_report["off"]:
                 log("warning: " + guard_report["note"])
             else:
-                log(f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; " + guard_report["note"])
+                log(
+                    f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; "
+                    + guard_report["note"]
+                )
             calib.notes.append(guard_report["note"])
             calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
         final = files.temp_dir(out)
@@ -648,14 +711,15 @@ def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: d
     raw = [s for s in scorer.score(val_input)]
     acc_raw, counts_raw = action_accuracy(question_items(val_pairs, raw), calib.upper, calib.lower)
     if not guard_can_lift(calib.upper, calib.lower):  # as the evaluator will score: the guard is off
-        note = (f"the topic guard is off with these thresholds (lower {calib.lower} is not below upper "
-                f"{calib.upper}: no Ambiguous band to lift on-topic passages to), so on documents unlike the "
-                f"training questions passages may be discarded; validation action accuracy {acc_raw:.4f} {counts_raw}")
+        note = (
+            f"the topic guard is off with these thresholds (lower {calib.lower} is not below upper "
+            f"{calib.upper}: no Ambiguous band to lift on-topic passages to), so on documents unlike the "
+            f"training questions passages may be discarded; validation action accuracy {acc_raw:.4f} {counts_raw}"
+        )
         return guard, {"action_accuracy": round(acc_raw, 4), "actions": counts_raw, "note": note, "off": True}
     guarded = [max(s, calib.lower) if c >= cut else s for s, c in zip(raw, cos_scores)]
     acc, counts = action_accuracy(question_items(val_pairs, guarded), calib.upper, calib.lower)
-    note = (f"validation action accuracy {acc:.4f} {counts} with the topic guard, {acc_raw:.4f} {counts_raw} "
-            "without")  # fmt: skip
+    note = f"validation action accuracy {acc:.4f} {counts} with the topic guard, {acc_raw:.4f} {counts_raw} without"
     return guard, {"action_accuracy": round(acc, 4), "actions": counts, "note": note, "off": False}
 
 
@@ -688,8 +752,10 @@ def _replace_folder(new: Path, out: Path) -> None:
             try:
                 os.replace(old, out)  # the old evaluator goes back where it was
             except OSError:
-                raise TrainingError(f"cannot write {out} ({exc.strerror or exc}); the evaluator that was there is "
-                                    f"at {old}: move it back before crag's next run cleans it up") from None  # fmt: skip
+                raise TrainingError(
+                    f"cannot write {out} ({exc.strerror or exc}); the evaluator that was there is "
+                    f"at {old}: move it back before crag's next run cleans it up"
+                ) from None
         raise
     if old is not None:
         files.remove(old)
@@ -737,12 +803,14 @@ def model_card(card: dict) -> str:
         f"{card['thresholds']['filter']}; action accuracy {c['action_accuracy']}, actions {c['actions']}, "
         f"Correct right {c['correct_precision']}, Incorrect right {c['incorrect_precision']}.",
         "",
-        "Topic guard: " + (
-            "none." if not card.get("topic_guard") else
-            f"a pair whose base-encoder cosine reaches {card['topic_guard']['cosine']} scores at least "
+        "Topic guard: "
+        + (
+            "none."
+            if not card.get("topic_guard")
+            else f"a pair whose base-encoder cosine reaches {card['topic_guard']['cosine']} scores at least "
             f"{card['topic_guard']['score']} (the lower threshold): on-topic passages are never discarded."
-            if guard_can_lift(card["thresholds"]["upper"], card["thresholds"]["lower"]) else
-            f"stored (cosine {card['topic_guard']['cosine']}) but off with the stored thresholds (lower not below "
+            if guard_can_lift(card["thresholds"]["upper"], card["thresholds"]["lower"])
+            else f"stored (cosine {card['topic_guard']['cosine']}) but off with the stored thresholds (lower not below "
             "upper); it lifts on-topic pairs to a --lower set below --upper."
         ),
         "",

@@ -123,7 +123,11 @@ def rewrite_query(question: str, generator: Generator | None) -> tuple[str, bool
         return content_words(question), False, f"rewrite failed ({exc}); content words used"
     query = accept_query(raw, question)
     if query is None:
-        return content_words(question), False, f"rewrite output {raw.strip()[:60]!r} is not a keyword query; content words used"
+        return (
+            content_words(question),
+            False,
+            f"rewrite output {raw.strip()[:60]!r} is not a keyword query; content words used",
+        )
     return query, True, None
 
 
@@ -146,9 +150,12 @@ class DiskCache:
         self.ttl = ttl
         try:
             self._cache = diskcache.Cache(
-                str(self.root), size_limit=int(max_bytes), disk=diskcache.JSONDisk,
-                eviction_policy="least-recently-stored", statistics=False,
-            )  # fmt: skip
+                str(self.root),
+                size_limit=int(max_bytes),
+                disk=diskcache.JSONDisk,
+                eviction_policy="least-recently-stored",
+                statistics=False,
+            )
             self._cache.expire()
         except Exception:  # unwritable folder, corrupt database: run without a cache
             self._cache = None
@@ -247,9 +254,11 @@ class SearxngBackend:
             raise SearchError(f"SearxNG URL {problem}")
         try:
             resp = httpx.get(
-                endpoint, params={"q": query, "format": "json"}, timeout=self.timeout,
+                endpoint,
+                params={"q": query, "format": "json"},
+                timeout=self.timeout,
                 headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            )  # fmt: skip
+            )
         except httpx.TimeoutException:
             raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -257,8 +266,10 @@ class SearxngBackend:
         if resp.status_code == 429:
             raise SearchError("SearxNG rate limit (HTTP 429)")
         if resp.status_code != 200:
-            raise SearchError(f"SearxNG answered HTTP {resp.status_code}" + (
-                " (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else ""))
+            raise SearchError(
+                f"SearxNG answered HTTP {resp.status_code}"
+                + (" (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else "")
+            )
         try:
             data = jsonl.parse(resp.content, first=True)  # a hostile answer: deep nesting, huge numbers, surrogates
             rows = data["results"]
@@ -369,9 +380,12 @@ class Fetcher:
     """
 
     def __init__(
-        self, timeout: float = 10.0, max_bytes: int = 2_000_000, allow_private: bool = False,
+        self,
+        timeout: float = 10.0,
+        max_bytes: int = 2_000_000,
+        allow_private: bool = False,
         trusted_hosts: Sequence[str] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.allow_private = allow_private
@@ -388,7 +402,9 @@ class Fetcher:
 
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 5.0))
         async with httpx.AsyncClient(
-            timeout=timeout, follow_redirects=False, headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES)}
+            timeout=timeout,
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES)},
         ) as client:
             return list(await asyncio.gather(*(self._fetch_bounded(client, u) for u in urls)))
 
@@ -478,11 +494,21 @@ class WebSearch:
     """
 
     def __init__(
-        self, backend, evaluator: Evaluator, generator: Generator | None, fetcher: Fetcher,
-        results: int = 5, rewrite: bool = True, wiki_first: bool = False, cache: DiskCache | None = None,
-        strip_mode: str = "excerption", strips: int = 5, filter_threshold: float = -0.5,
-        ranking: str = "evaluator", strips_scored: int | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        backend,
+        evaluator: Evaluator,
+        generator: Generator | None,
+        fetcher: Fetcher,
+        results: int = 5,
+        rewrite: bool = True,
+        wiki_first: bool = False,
+        cache: DiskCache | None = None,
+        strip_mode: str = "excerption",
+        strips: int = 5,
+        filter_threshold: float = -0.5,
+        ranking: str = "evaluator",
+        strips_scored: int | None = None,
+    ) -> None:
         self.backend = backend
         self.evaluator = evaluator
         self.generator = generator
@@ -582,8 +608,17 @@ class WebSearch:
             notes.append("the search returned no results")
         timings["search"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        ext.strips = refine(question, sources, self.evaluator, self.strip_mode, self.strips, self.filter_threshold,
-                            self.ranking, self.strips_scored, lexical_rank=True)  # fmt: skip
+        ext.strips = refine(
+            question,
+            sources,
+            self.evaluator,
+            self.strip_mode,
+            self.strips,
+            self.filter_threshold,
+            self.ranking,
+            self.strips_scored,
+            lexical_rank=True,
+        )
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
         ext.error = "; ".join(notes) or None
         return ext
@@ -603,9 +638,17 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
     if settings.cache:
         cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
     return WebSearch(
-        backend, evaluator, generator,
+        backend,
+        evaluator,
+        generator,
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
-        results=settings.web_results, rewrite=settings.rewrite, wiki_first=settings.wiki_first, cache=cache,
-        strip_mode=settings.strip_mode, strips=settings.strips, filter_threshold=thresholds.filter,
-        ranking=settings.ranking, strips_scored=settings.strips_scored,
-    )  # fmt: skip
+        results=settings.web_results,
+        rewrite=settings.rewrite,
+        wiki_first=settings.wiki_first,
+        cache=cache,
+        strip_mode=settings.strip_mode,
+        strips=settings.strips,
+        filter_threshold=thresholds.filter,
+        ranking=settings.ranking,
+        strips_scored=settings.strips_scored,
+    )

@@ -32,8 +32,14 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 32, n_ff: int = 64, chat_template: str | None = None,
-                    controls: tuple[str, ...] = ()) -> Path:  # fmt: skip
+def write_tiny_gguf(
+    path: Path,
+    seed: int = 0,
+    n_embd: int = 32,
+    n_ff: int = 64,
+    chat_template: str | None = None,
+    controls: tuple[str, ...] = (),
+) -> Path:
     """A ~100 KB llama-architecture GGUF: byte-level vocabulary (256 bytes, ``controls``, an end token), one
     layer, random weights."""
     import gguf
@@ -112,9 +118,18 @@ def write_tiny_t5(path: Path, seed: int = 0) -> Path:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     torch.manual_seed(seed)
     config = T5Config(
-        vocab_size=len(vocab), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
-        num_labels=1, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        d_model=16,
+        d_kv=8,
+        d_ff=32,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        num_labels=1,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     model = T5ForSequenceClassification(config)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path))
@@ -122,8 +137,10 @@ def write_tiny_t5(path: Path, seed: int = 0) -> Path:
     return path
 
 
-BERT_WORDS = ("what who is the capital of france germany paris berlin yes no answer here not a an city country "
-              "painter politician composer born in was it lies river").split()
+BERT_WORDS = (
+    "what who is the capital of france germany paris berlin yes no answer here not a an city country "
+    "painter politician composer born in was it lies river"
+).split()
 
 
 def write_tiny_bert(path: Path, seed: int = 0) -> Path:
@@ -141,11 +158,23 @@ def write_tiny_bert(path: Path, seed: int = 0) -> Path:
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
     )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", model_input_names=["input_ids", "token_type_ids", "attention_mask"])  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     path.mkdir(parents=True, exist_ok=True)
     BertModel(config).save_pretrained(str(path))
     fast.save_pretrained(str(path))
@@ -186,7 +215,9 @@ def docs_dir(tmp_path) -> Path:
     for name, text in DOCS.items():
         (d / name).write_text(text, encoding="utf-8")
     (d / "sub" / "people.jsonl").write_text(
-        json.dumps({"id": "p1", "title": "John Smithson", "text": "John Smithson is a British politician and composer."})
+        json.dumps(
+            {"id": "p1", "title": "John Smithson", "text": "John Smithson is a British politician and composer."}
+        )
         + "\n",
         encoding="utf-8",
     )

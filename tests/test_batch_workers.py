@@ -20,8 +20,10 @@ def invoke(*args):
 
 
 def _questions(path, n):
-    lines = [json.dumps({"id": f"q{i}", "question": f"capital of {c}?", "answers": ["berlin"]})
-             for i, c in zip(range(n), ["Germany", "France", "Italy", "Spain", "Norway", "Chile"] * n)]  # fmt: skip
+    lines = [
+        json.dumps({"id": f"q{i}", "question": f"capital of {c}?", "answers": ["berlin"]})
+        for i, c in zip(range(n), ["Germany", "France", "Italy", "Spain", "Norway", "Chile"] * n)
+    ]
     lines.insert(2, "{broken json")
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -75,10 +77,33 @@ def _ctrl_c_as_in_a_terminal():
 def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 400)
     out = tmp_path / "out.jsonl"
-    cmd = [sys.executable, "-m", "crag_cli", "batch", str(qs), "-o", str(out), "--index", str(built_index),
-           "--model", str(tiny_gguf), "--max-tokens", "4", "--workers", "2", "--threads", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_ctrl_c_as_in_a_terminal)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "crag_cli",
+        "batch",
+        str(qs),
+        "-o",
+        str(out),
+        "--index",
+        str(built_index),
+        "--model",
+        str(tiny_gguf),
+        "--max-tokens",
+        "4",
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
     partial = tmp_path / "out.jsonl.partial"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not partial.exists() or partial.read_text().count("\n") < 3):
@@ -90,7 +115,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_
     assert "go on with --resume" in stderr
     kept = partial.read_text().splitlines()
     assert kept and all(json.loads(line) for line in kept)  # whole records only
-    expected = [json.loads(line).get("id") if line.startswith("{\"") else None for line in qs.read_text().splitlines()]
+    expected = [json.loads(line).get("id") if line.startswith('{"') else None for line in qs.read_text().splitlines()]
     assert [json.loads(line)["id"] for line in kept] == expected[: len(kept)]  # in input order
     time.sleep(1)
     ps = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout.splitlines()

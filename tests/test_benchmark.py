@@ -35,19 +35,40 @@ def test_standin_is_a_searxng_api_with_html_pages(tmp_path):
 
 
 def test_summarise_metrics():
-    questions = {"a": {"answers": ["paris"], "prop": "capital"},
-                 "b": {"answers": ["rome"], "prop": "capital", "answer_in_web": True, "answer_in_local": False},
-                 "c": {"answers": ["oslo", "pol"], "prop": "city", "answer_in_web": True, "answer_in_local": False}}  # fmt: skip
+    questions = {
+        "a": {"answers": ["paris"], "prop": "capital"},
+        "b": {"answers": ["rome"], "prop": "capital", "answer_in_web": True, "answer_in_local": False},
+        "c": {"answers": ["oslo", "pol"], "prop": "city", "answer_in_web": True, "answer_in_local": False},
+    }
     passages = {"p1": "Paris is in France", "p2": "Nothing here"}
     records = [
-        {"id": "a", "action": "correct", "answer": "Paris.", "prompt_tokens": 100, "scores": [{"id": "p1"}],
-         "internal_knowledge": [{"text": "Paris is in France"}],
-         "timings": {"retrieve": 0.1, "evaluate": 0.2, "generate": 1.0, "total": 1.3}},
-        {"id": "b", "action": "incorrect", "answer": "Milan", "prompt_tokens": 50, "scores": [{"id": "p2"}],
-         "external_knowledge": {"backend": "searxng", "strips": [{"text": "Rome is in Italy"}]},
-         "timings": {"rewrite": 0.5, "search": 1.0, "generate": 1.0, "total": 2.5}},
-        {"id": "c", "action": "ambiguous", "answer": "policy", "prompt_tokens": None, "scores": [{"id": "p1"}],
-         "timings": {"total": 0.2}, "error": "generation failed"},
+        {
+            "id": "a",
+            "action": "correct",
+            "answer": "Paris.",
+            "prompt_tokens": 100,
+            "scores": [{"id": "p1"}],
+            "internal_knowledge": [{"text": "Paris is in France"}],
+            "timings": {"retrieve": 0.1, "evaluate": 0.2, "generate": 1.0, "total": 1.3},
+        },
+        {
+            "id": "b",
+            "action": "incorrect",
+            "answer": "Milan",
+            "prompt_tokens": 50,
+            "scores": [{"id": "p2"}],
+            "external_knowledge": {"backend": "searxng", "strips": [{"text": "Rome is in Italy"}]},
+            "timings": {"rewrite": 0.5, "search": 1.0, "generate": 1.0, "total": 2.5},
+        },
+        {
+            "id": "c",
+            "action": "ambiguous",
+            "answer": "policy",
+            "prompt_tokens": None,
+            "scores": [{"id": "p1"}],
+            "timings": {"total": 0.2},
+            "error": "generation failed",
+        },
     ]
     m = popqa.summarise(records, passages, questions)
     assert m["n"] == 3 and m["accuracy"] == round(1 / 3, 4)  # "pol" is not the answer "policy" as a whole word
@@ -67,7 +88,9 @@ def test_summarise_metrics():
     assert "| crag | 1/2 |" in popqa.table({"crag": m})  # per relation
     assert "IN-SAMPLE" not in popqa.table({"crag": m})
     m["in_sample"] = {"training": 2, "validation": 1}  # what popqa.main sets for an evaluator that saw them
-    assert "- **crag**: IN-SAMPLE: 2 of these 3 questions trained this evaluator and 1 calibrated it" in popqa.table({"crag": m})
+    assert "- **crag**: IN-SAMPLE: 2 of these 3 questions trained this evaluator and 1 calibrated it" in popqa.table(
+        {"crag": m}
+    )
     rag = popqa.summarise([dict(records[0], mode="rag", internal_knowledge=None)], passages, questions)
     assert rag["knowledge_holds_answer"] == 1.0  # rag's knowledge is the retrieved passages
     # SQuAD token F1 and recall, per action and for local against web-only questions, and the slowest
@@ -82,7 +105,9 @@ def test_summarise_metrics():
 def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_index, tiny_gguf, tmp_path):
     ids = ["q1", "q2", "q3"]
     questions = tmp_path / "questions.jsonl"
-    questions.write_text("".join(json.dumps({"id": i, "question": f"Who is {i}?", "answers": ["x"]}) + "\n" for i in ids))
+    questions.write_text(
+        "".join(json.dumps({"id": i, "question": f"Who is {i}?", "answers": ["x"]}) + "\n" for i in ids)
+    )
     out = tmp_path / "out"
     out.mkdir()
     run = lambda ids: popqa.run_mode("no-retrieval", questions, built_index, "", str(tiny_gguf), out, ids)  # noqa: E731
@@ -111,7 +136,9 @@ def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     assert v["p_value"] == float(f"{binomtest(1, 7, 0.5).pvalue:.3g}")
     lo, hi = v["ci95"]
     assert lo < 5 / 12 < hi and 0 < lo  # clearly better here
-    f1 = popqa.paired_f1([{"id": "x", "f1": 0.5}, {"id": "y", "f1": 1.0}], [{"id": "x", "f1": 0.25}, {"id": "y", "f1": 0.25}])
+    f1 = popqa.paired_f1(
+        [{"id": "x", "f1": 0.5}, {"id": "y", "f1": 1.0}], [{"id": "x", "f1": 0.25}, {"id": "y", "f1": 0.25}]
+    )
     assert f1["n"] == 2 and f1["difference"] == 0.5 and f1["ci95"][0] < 0.5 < f1["ci95"][1]
     same = popqa.paired(rag, rag)
     assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ci95"] == [0.0, 0.0]
@@ -186,11 +213,15 @@ def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         shutil.copytree(built_index, folder / "index")
-        qs = [{"id": f"{name}-{i}", "question": "What is it?", "answers": ["paris"], "prop": "capital"}
-              for i in range(len(answers))]  # fmt: skip
+        qs = [
+            {"id": f"{name}-{i}", "question": "What is it?", "answers": ["paris"], "prop": "capital"}
+            for i in range(len(answers))
+        ]
         (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
-        crag = [{"id": q["id"], "mode": "crag", "evaluator": evaluator, "action": "correct", "answer": a, "scores": []}
-                for q, a in zip(qs, answers)]  # fmt: skip
+        crag = [
+            {"id": q["id"], "mode": "crag", "evaluator": evaluator, "action": "correct", "answer": a, "scores": []}
+            for q, a in zip(qs, answers)
+        ]
         rag = [{"id": q["id"], "mode": "rag", "answer": "Rome", "scores": []} for q in qs]
         (folder / "records-crag.jsonl").write_text("".join(json.dumps(r) + "\n" for r in crag))
         (folder / "records-rag-k3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rag))
@@ -202,7 +233,9 @@ def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
     assert results["crag"]["n"] == 5 and results["crag"]["accuracy"] == 0.6 and results["rag-k3"]["accuracy"] == 0.0
     assert results["crag"]["vs"]["rag-k3"]["only_mode"] == 3
     assert [(f["n"], f["evaluators"], f["accuracy"]["crag"]) for f in folds] == [
-        (2, ["minilm"], 0.5), (3, ["/ev/fold-2"], 0.6667)]
+        (2, ["minilm"], 0.5),
+        (3, ["/ev/fold-2"], 0.6667),
+    ]
     assert "| " + str(two) + " | 3 | /ev/fold-2 | 66.7% | 0.0% |" in crossfit.fold_table(folds, ["crag", "rag-k3"])
     with pytest.raises(ValueError, match="another run asked"):
         crossfit.join([one, one], ["crag"])
@@ -218,9 +251,21 @@ def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_pat
     bench.mkdir()
     (bench / "docs").symlink_to(docs_dir, target_is_directory=True)
     (bench / "questions.dev.jsonl").write_text(
-        json.dumps({"id": "1", "question": "What is the capital of Germany?", "answers": ["Berlin"], "answer_in_local": True})
-        + "\n" + json.dumps({"id": "2", "question": "Who painted fishermen?", "answers": ["Zorblat"],
-                             "answer_in_local": False, "answer_in_web": True}) + "\n")  # fmt: skip
+        json.dumps(
+            {"id": "1", "question": "What is the capital of Germany?", "answers": ["Berlin"], "answer_in_local": True}
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "id": "2",
+                "question": "Who painted fishermen?",
+                "answers": ["Zorblat"],
+                "answer_in_local": False,
+                "answer_in_web": True,
+            }
+        )
+        + "\n"
+    )
     knowledge_recall.main(["--data", str(bench), "--index", str(tmp_path / "ix"), "--set", "refine=false"])
     out = capsys.readouterr().out
     assert "refine=false" in out

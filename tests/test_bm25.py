@@ -15,7 +15,11 @@ def _bm25s(docs, n_terms, params=BM25Params()):
 
 def test_weights_equal_bm25s_to_the_bit():
     rng = np.random.default_rng(0)
-    for n_terms, n_docs, params in [(300, 2000, BM25Params()), (20, 50, BM25Params(k1=0.9, b=0.4)), (5, 3, BM25Params())]:
+    for n_terms, n_docs, params in [
+        (300, 2000, BM25Params()),
+        (20, 50, BM25Params(k1=0.9, b=0.4)),
+        (5, 3, BM25Params()),
+    ]:
         docs = [[int(x) for x in rng.integers(0, n_terms, size=rng.integers(0, 60))] for _ in range(n_docs)]
         docs[0] = []  # a passage without any token still counts in N and in the average length
         used = sorted({t for d in docs for t in d})

@@ -45,14 +45,20 @@ def test_filter_keeps_the_requested_share_of_answer_strips():
 
 def test_calibrate_command_writes_a_config_the_other_commands_read(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps(x) for x in [
-        {"question": "What is the capital of Germany?", "answers": ["Berlin"]},
-        {"question": "What is the capital of France?", "answers": ["Paris"]},
-        {"question": "Who painted landscapes in Utrecht?", "answers": ["Anna Example"]},
-        {"question": "What is John Smithson's occupation?", "answers": ["politician"]},
-        {"question": "What is the largest moon of Saturn?", "answers": ["Titan"]},
-        {"question": "no answers here"},
-    ]) + "\n")
+    qs.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"question": "What is the capital of Germany?", "answers": ["Berlin"]},
+                {"question": "What is the capital of France?", "answers": ["Paris"]},
+                {"question": "Who painted landscapes in Utrecht?", "answers": ["Anna Example"]},
+                {"question": "What is John Smithson's occupation?", "answers": ["politician"]},
+                {"question": "What is the largest moon of Saturn?", "answers": ["Titan"]},
+                {"question": "no answers here"},
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "crag.toml"
     r = CliRunner().invoke(app, ["calibrate", str(qs), "--index", str(built_index), "--write", str(out), "--json"])
     assert r.exit_code == 0, r.output
@@ -61,6 +67,7 @@ def test_calibrate_command_writes_a_config_the_other_commands_read(built_index, 
     assert sum(report["actions"].values()) == 5
     text = out.read_text()
     assert f"upper = {report['upper']}" in text and f"lower = {report['lower']}" in text
-    r = CliRunner().invoke(app, ["--config", str(out), "evaluate", "capital of Germany?", "--index",
-                                 str(built_index), "--json"])
+    r = CliRunner().invoke(
+        app, ["--config", str(out), "evaluate", "capital of Germany?", "--index", str(built_index), "--json"]
+    )
     assert json.loads(r.stdout)["thresholds"]["upper"] == pytest.approx(report["upper"])

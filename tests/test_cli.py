@@ -59,24 +59,59 @@ def test_evaluate_input_file_one_line_each_with_error_records(built_index, tmp_p
     assert lines[0]["scores"] and lines[1]["error"].startswith("malformed JSON") and lines[2]["error"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (("What?", "--index", "nowhere"), "no index at nowhere"),
-    (("  ",), "the question is empty"),
-    (("What?", "--top-k", "0"), "bad value '0' for top_k (from --top-k): input should be greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("What?", "--index", "nowhere"), "no index at nowhere"),
+        (("  ",), "the question is empty"),
+        (
+            ("What?", "--top-k", "0"),
+            "bad value '0' for top_k (from --top-k): input should be greater than or equal to 1",
+        ),
+    ],
+)
 def test_evaluate_bad_input_is_one_line(args, message, built_index):
     r = invoke("evaluate", *args)
     assert r.exit_code == 1 and message in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_gguf):
-    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-               "--evaluator", "minilm-cosine", "--upper", "0", "--lower", "-1", "--max-tokens", "8")
+    r = invoke(
+        "ask",
+        "What is the capital of Germany?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--evaluator",
+        "minilm-cosine",
+        "--upper",
+        "0",
+        "--lower",
+        "-1",
+        "--max-tokens",
+        "8",
+    )
     assert r.exit_code == 0, r.output
     assert "action: CORRECT" in r.stderr and "Berlin" in r.stderr and "source [1] berlin.md#0" in r.stderr
     assert "Berlin" not in r.stdout  # stdout holds only the (random) answer
-    r2 = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-                "--evaluator", "minilm-cosine", "--upper", "0", "--lower", "-1", "--max-tokens", "8", "--json")
+    r2 = invoke(
+        "ask",
+        "What is the capital of Germany?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--evaluator",
+        "minilm-cosine",
+        "--upper",
+        "0",
+        "--lower",
+        "-1",
+        "--max-tokens",
+        "8",
+        "--json",
+    )
     rec = json.loads(r2.stdout)
     assert rec["answer"] == r.stdout.strip()
     assert rec["action"] == "correct" and rec["internal_knowledge"]
@@ -84,8 +119,21 @@ def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_
 
 
 def test_ask_incorrect_without_web_answers_without_documents(built_index, tiny_gguf):
-    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-               "--upper", "1", "--lower", "1", "--max-tokens", "4", "--json")
+    r = invoke(
+        "ask",
+        "What is the capital of Germany?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--upper",
+        "1",
+        "--lower",
+        "1",
+        "--max-tokens",
+        "4",
+        "--json",
+    )
     rec = json.loads(r.stdout)
     assert rec["action"] == "incorrect"
     assert rec["internal_knowledge"] is None
@@ -102,17 +150,23 @@ def test_ask_missing_model(built_index, tmp_path):
 def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(
-        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin", "\u0000"]}) + "\n"
+        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin", "\u0000"]})
+        + "\n"
         + "{broken json\n"
-        + json.dumps({"question": "Where was Anna Example born?", "task": "popqa"}) + "\n"
-        + json.dumps({"id": "q4", "question": "capital of France?", "task": "nope"}) + "\n"
+        + json.dumps({"question": "Where was Anna Example born?", "task": "popqa"})
+        + "\n"
+        + json.dumps({"id": "q4", "question": "capital of France?", "task": "nope"})
+        + "\n"
     )
     out = tmp_path / "out.jsonl"
     r = invoke("batch", qs, "-o", out, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
     assert r.exit_code == 1  # some lines were errors, all were written
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [x["id"] for x in recs] == ["q1", None, "line-3", "q4"]
-    assert recs[0]["correct"] == holds_answer(recs[0]["answer"], ["berlin"]) and recs[0]["answers"] == ["berlin", "\u0000"]
+    assert recs[0]["correct"] == holds_answer(recs[0]["answer"], ["berlin"]) and recs[0]["answers"] == [
+        "berlin",
+        "\u0000",
+    ]
     assert recs[1]["error"].startswith("malformed JSON") and recs[1]["line"] == 2
     th = recs[2]["thresholds"]
     assert recs[2]["error"] is None
@@ -130,10 +184,13 @@ def _without_timings(text):
 def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(
-        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin"]}) + "\n"
+        json.dumps({"id": "q1", "question": "capital of Germany?", "answers": ["berlin"]})
+        + "\n"
         + "{broken json\n"
-        + json.dumps({"question": "Where was Anna Example born?"}) + "\n"
-        + json.dumps({"id": "q4", "question": "capital of France?", "answers": ["paris"]}) + "\n"
+        + json.dumps({"question": "Where was Anna Example born?"})
+        + "\n"
+        + json.dumps({"id": "q4", "question": "capital of France?", "answers": ["paris"]})
+        + "\n"
     )
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
     full = tmp_path / "full.jsonl"
@@ -194,8 +251,9 @@ def test_batch_to_stdout_and_rag_mode(built_index, tiny_gguf, tmp_path):
 
 def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
     lines = json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n{oops\n"
-    r = invoke("batch", "-", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag",
-               input=lines)  # fmt: skip
+    r = invoke(
+        "batch", "-", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag", input=lines
+    )
     recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert r.exit_code == 1 and [x["id"] for x in recs] == ["a", None] and recs[1]["error"].startswith("malformed")
     r = invoke("evaluate", "--input", "-", "--index", built_index, input=lines)
@@ -217,8 +275,22 @@ def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatc
 def test_no_refine_gives_whole_passages(built_index, tiny_gguf):
     from crag_cli.index import BM25Index
 
-    r = invoke("ask", "What is the capital of Germany?", "--index", built_index, "--model", tiny_gguf,
-               "--upper", "-1", "--lower", "-1", "--max-tokens", "2", "--no-refine", "--json")
+    r = invoke(
+        "ask",
+        "What is the capital of Germany?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--upper",
+        "-1",
+        "--lower",
+        "-1",
+        "--max-tokens",
+        "2",
+        "--no-refine",
+        "--json",
+    )
     rec = json.loads(r.stdout)
     texts = {p.id: p.text for p in BM25Index.load(built_index).passages}
     assert [k["text"] for k in rec["internal_knowledge"]] == [texts[s["id"]] for s in rec["scores"]]

@@ -74,7 +74,22 @@ def test_a_short_document_is_one_passage_as_the_sentence_splitter_would_make_it(
     from crag_cli.corpus import chunk_sentences
 
     rng = random.Random(5)
-    pieces = ["Dr.", "J.", "Smith", "went", "home.", "It", "rained!", "Why?", "\n\n", "\t", "  ", "e.g.", "42.", "\u00a0"]
+    pieces = [
+        "Dr.",
+        "J.",
+        "Smith",
+        "went",
+        "home.",
+        "It",
+        "rained!",
+        "Why?",
+        "\n\n",
+        "\t",
+        "  ",
+        "e.g.",
+        "42.",
+        "\u00a0",
+    ]
     for _ in range(300):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         for max_words in (5, 30, 100):

@@ -6,8 +6,17 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["crag_cli.documents", "crag_cli.corpus", "crag_cli.prompts", "crag_cli.jsonl", "crag_cli.match",
-                                    "crag_cli.generator"])  # fmt: skip
+@pytest.mark.parametrize(
+    "module",
+    [
+        "crag_cli.documents",
+        "crag_cli.corpus",
+        "crag_cli.prompts",
+        "crag_cli.jsonl",
+        "crag_cli.match",
+        "crag_cli.generator",
+    ],
+)
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0

@@ -19,7 +19,9 @@ def ten_words(n: int) -> str:
     return f"Sentence {n} of page one tells of the harbour wall."
 
 
-def make_pdf(path: Path, pages: list[str], title: str = "Harbour Report", header: str | None = None, **encryption) -> Path:
+def make_pdf(
+    path: Path, pages: list[str], title: str = "Harbour Report", header: str | None = None, **encryption
+) -> Path:
     from fpdf import FPDF
 
     class Doc(FPDF):
@@ -85,7 +87,9 @@ def test_running_headers_footers_and_line_end_hyphens_are_cleaned(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     body = "The board reviewed the dock {0} accounts and found them in order for the year. " * 6
-    pages = [body.format(i) + f"Chapter {i}: the structures man-\nagement of dock {i} was reviewed." for i in range(1, 5)]
+    pages = [
+        body.format(i) + f"Chapter {i}: the structures man-\nagement of dock {i} was reviewed." for i in range(1, 5)
+    ]
     make_pdf(docs / "annual.pdf", pages, header="Harbour Authority - Annual Report 2025")
     assert invoke("index", docs, "--index", tmp_path / "ix").exit_code == 0
     text = " ".join(p.text for p in BM25Index.load(tmp_path / "ix").passages)
@@ -106,8 +110,11 @@ def test_pdfs_and_word_files_that_yield_no_text_are_skipped_with_the_reason(pdf_
     (pdf_docs / "notes.docx").write_text("this is not a zip")
     r = invoke("index", pdf_docs, "--index", tmp_path / "ix")
     assert r.exit_code == 0, r.output
-    skipped = {line.split(": ", 1)[0][len("skipped "):]: line.split(": ", 1)[1] for line in r.stderr.splitlines()
-               if line.startswith("skipped ")}  # fmt: skip
+    skipped = {
+        line.split(": ", 1)[0][len("skipped ") :]: line.split(": ", 1)[1]
+        for line in r.stderr.splitlines()
+        if line.startswith("skipped ")
+    }
     assert skipped["locked.pdf"] == "encrypted PDF (it needs a password)"
     assert skipped["truncated.pdf"].startswith("unreadable PDF")
     assert skipped["scan.pdf"].startswith("no text layer in 1 page(s)")
@@ -163,8 +170,10 @@ def test_pdfs_are_rebuilt_incrementally_like_other_files(pdf_docs, tmp_path):
 
 def test_running_lines_are_those_at_page_edges_on_most_pages():
     words = ["seabirds", "seals", "tides", "budget", "ferries"]
-    pages = [f"Harbour Report\nOn {w} first\nmiddle\nHarbour Report\nmiddle\nOn {w} last\nPage {i}"
-             for i, w in enumerate(words, 1)]  # fmt: skip
+    pages = [
+        f"Harbour Report\nOn {w} first\nmiddle\nHarbour Report\nmiddle\nOn {w} last\nPage {i}"
+        for i, w in enumerate(words, 1)
+    ]
     assert drop_running_lines(pages) == [f"On {w} first\nmiddle\nHarbour Report\nmiddle\nOn {w} last" for w in words]
     topics = ["Seabirds", "Seals", "Tides", "Budget"]
     slides = [f"{t}\nWhat we counted about {t.lower()}\nACME confidential\n{i} / 4" for i, t in enumerate(topics, 1)]
@@ -198,7 +207,9 @@ def test_a_damaged_page_is_named_and_the_others_kept_and_reasons_are_the_files_o
     assert r.exit_code == 0, r.output
     assert "skipped a-locked.pdf: encrypted PDF (it needs a password)" in r.stderr
     assert "skipped b-claims-three.pdf p. 3: unreadable page" in r.stderr
-    assert "skipped c-no-pages.pdf: unreadable PDF" in r.stderr  # not "encrypted", the error PDFium kept from a-locked.pdf
+    assert (
+        "skipped c-no-pages.pdf: unreadable PDF" in r.stderr
+    )  # not "encrypted", the error PDFium kept from a-locked.pdf
     passages = {p.doc_id: p for p in BM25Index.load(tmp_path / "ix").passages}
     assert "Seals rest on the breakwater." in passages["b-claims-three.pdf"].text  # its two good pages are kept
     assert passages["d-junk-title.pdf"].title == "d-junk-title"  # a tool's placeholder is not a title
@@ -231,29 +242,41 @@ def test_page_text_and_page_ranges_of_passages():
     text, breaks = join_pages(["One two three.", "Four five.", "Six."])
     doc = Document("d.pdf", "D", text, "d.pdf", breaks)
     assert [(p.text, p.page, p.cite) for p in split_passages(doc, 3)] == [
-        ("One two three.", "1", "d.pdf p. 1"), ("Four five. Six.", "2-3", "d.pdf pp. 2-3")]
+        ("One two three.", "1", "d.pdf p. 1"),
+        ("Four five. Six.", "2-3", "d.pdf pp. 2-3"),
+    ]
     assert [(p.text, p.page, p.cite) for p in split_passages(doc, 5)] == [
-        ("One two three. Four five.", "1-2", "d.pdf pp. 1-2"), ("Six.", "3", "d.pdf p. 3")]
+        ("One two three. Four five.", "1-2", "d.pdf pp. 1-2"),
+        ("Six.", "3", "d.pdf p. 3"),
+    ]
     plain = Document("a.txt", "A", "Plain text.", "a.txt")
     assert [(p.page, p.cite) for p in split_passages(plain)] == [("", "a.txt#0")]
 
 
-@pytest.mark.parametrize("text, title", [
-    ("First Complete Genome of a Bovine Coronavirus\n\nhttps://example.org\nThe genome ...", "First Complete Genome of a Bovine Coronavirus"),
-    ('The "assert" statement\n**********************\n\nAssert statements are ...', 'The "assert" statement'),
-    ("The virus was sequenced in 2017.\nIt is 31 kb long.", None),  # a sentence, not a title
-    ("Only one line, no body", None),
-    ("\n\nStarts after blank lines\nthen text", "Starts after blank lines"),
-    ("id,name,value\n1,a,2", None),  # a row of values
-    ("https://example.org/paper\nThe text", None),
-    ("From: ann@example.org\nHello", None),
-    ("COVID-19: a review of the first year\nText", "COVID-19: a review of the first year"),
-    ("#!/bin/sh\necho", None),
-    ("================\ntext", None),
-    ("1\n00:00:01 --> 00:00:02", None),  # a subtitle file's first cue
-    (" ".join(["word"] * 33) + "\nbody", None),  # too long for a title
-    ("Design of 1-Substituted Pyridylimidazo[1,5-a]Pyridine Derivatives\nText", "Design of 1-Substituted "
-     "Pyridylimidazo[1,5-a]Pyridine Derivatives"),  # a comma in a name is not a row of values
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        (
+            "First Complete Genome of a Bovine Coronavirus\n\nhttps://example.org\nThe genome ...",
+            "First Complete Genome of a Bovine Coronavirus",
+        ),
+        ('The "assert" statement\n**********************\n\nAssert statements are ...', 'The "assert" statement'),
+        ("The virus was sequenced in 2017.\nIt is 31 kb long.", None),  # a sentence, not a title
+        ("Only one line, no body", None),
+        ("\n\nStarts after blank lines\nthen text", "Starts after blank lines"),
+        ("id,name,value\n1,a,2", None),  # a row of values
+        ("https://example.org/paper\nThe text", None),
+        ("From: ann@example.org\nHello", None),
+        ("COVID-19: a review of the first year\nText", "COVID-19: a review of the first year"),
+        ("#!/bin/sh\necho", None),
+        ("================\ntext", None),
+        ("1\n00:00:01 --> 00:00:02", None),  # a subtitle file's first cue
+        (" ".join(["word"] * 33) + "\nbody", None),  # too long for a title
+        (
+            "Design of 1-Substituted Pyridylimidazo[1,5-a]Pyridine Derivatives\nText",
+            "Design of 1-Substituted Pyridylimidazo[1,5-a]Pyridine Derivatives",
+        ),  # a comma in a name is not a row of values
+    ],
+)
 def test_a_text_files_first_line_is_its_title_when_it_reads_as_one(text, title):
     assert text_title(text) == title

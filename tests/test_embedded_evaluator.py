@@ -26,8 +26,17 @@ def test_the_embedded_evaluator_is_pinned_and_keeps_out_of_domain_questions_out_
     assert read_trained(EMBEDDED_EVALUATOR)["files"]["adapter_model.safetensors"] == EMBEDDED_ADAPTER_SHA256
     root = Path(__file__).resolve().parents[1]
     build_index(root / "sample_corpus", tmp_path / "ix")
-    r = CliRunner().invoke(app, ["evaluate", "--input", str(root / "tests" / "data" / "sample_corpus_questions.jsonl"),
-                                 "--index", str(tmp_path / "ix"), "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "evaluate",
+            "--input",
+            str(root / "tests" / "data" / "sample_corpus_questions.jsonl"),
+            "--index",
+            str(tmp_path / "ix"),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     actions = {rec["id"]: rec["action"] for rec in map(json.loads, r.stdout.splitlines())}
     assert len(actions) == 16 and actions["in-1"] != "incorrect"
@@ -50,11 +59,17 @@ def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_cal
     from conftest import SHARED_POPQA
 
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps(q) for q in (
-        {"id": "popqa-2", "question": "What is Edward Corser's occupation?", "answers": ["politician"]},
-        {"id": "popqa-4", "question": "What is Bruce McDaniel's occupation?", "answers": ["composer"]},
-        {"id": "popqa-0", "question": "What is Henry Feilden's occupation?", "answers": ["politician"]},
-    )) + "\n")  # fmt: skip
+    qs.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in (
+                {"id": "popqa-2", "question": "What is Edward Corser's occupation?", "answers": ["politician"]},
+                {"id": "popqa-4", "question": "What is Bruce McDaniel's occupation?", "answers": ["composer"]},
+                {"id": "popqa-0", "question": "What is Henry Feilden's occupation?", "answers": ["politician"]},
+            )
+        )
+        + "\n"
+    )
     root = Path(__file__).resolve().parents[1]
     build_index(root / "sample_corpus", tmp_path / "ix")
     r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(tmp_path / "ix"), "--json"])
@@ -72,4 +87,6 @@ def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_cal
         made_from = [q["question"] for i, q in enumerate(dev) if i not in held]
         assert sum(in_sample(made_from, "minilm").values()) == 500
         assert in_sample([q["question"] for i, q in enumerate(dev) if i in held], "minilm") == {
-            "training": 2, "validation": 1}  # fmt: skip
+            "training": 2,
+            "validation": 1,
+        }

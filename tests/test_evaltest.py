@@ -34,15 +34,19 @@ def test_report_counts_pairs_actions_and_the_confusion_table():
     passages = ["Oslo is the capital of Norway.", "Bergen is a city.", "Rome is the capital of Italy."]
     ev = FakeEvaluator({"Oslo": 0.9, "Bergen": 0.3, "Rome": 0.2})
     th = Thresholds(upper=0.5, lower=0.25, filter=0.0)
-    questions = [("What is the capital of Norway?", ["Oslo"]),  # holds, best 0.9: Correct, right
-                 ("What is the capital of Peru?", ["Lima"])]  # fmt: skip
+    questions = [
+        ("What is the capital of Norway?", ["Oslo"]),  # holds, best 0.9: Correct, right
+        ("What is the capital of Peru?", ["Lima"]),
+    ]
     report = evaluator_test(questions, FakeRetriever(passages), ev, th, top_k=3)
     # Peru: the same three passages (a fake retriever), best 0.9 -> Correct, but none holds Lima: wrong
     assert report.n == 2 and report.pairs == 6 and report.positive_pairs == 1
     assert report.actions == {"correct": 2, "incorrect": 0, "ambiguous": 0}
     assert report.action_accuracy == 0.5
-    assert report.confusion == {"holds": {"correct": 1, "incorrect": 0, "ambiguous": 0},
-                                "does not hold": {"correct": 1, "incorrect": 0, "ambiguous": 0}}  # fmt: skip
+    assert report.confusion == {
+        "holds": {"correct": 1, "incorrect": 0, "ambiguous": 0},
+        "does not hold": {"correct": 1, "incorrect": 0, "ambiguous": 0},
+    }
     # pairs judged relevant (>= 0.5): the two Oslo passages; one of them (Peru's) is wrong: 5/6 right
     assert report.pair_accuracy == round(5 / 6, 4)
     assert report.auc == 0.9  # the positive (0.9) beats 4 of 5 negatives and ties the fifth (Peru's Oslo): 4.5/5
@@ -52,11 +56,17 @@ def test_report_counts_pairs_actions_and_the_confusion_table():
 
 def test_evaluator_test_command(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps(q) for q in [
-        {"question": "What is the capital of Germany?", "answers": ["Berlin"]},
-        {"question": "Who is John Smithson?", "answers": ["politician"]},
-        {"question": "No gold here"},
-    ]) + "\n")  # fmt: skip
+    qs.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in [
+                {"question": "What is the capital of Germany?", "answers": ["Berlin"]},
+                {"question": "Who is John Smithson?", "answers": ["politician"]},
+                {"question": "No gold here"},
+            ]
+        )
+        + "\n"
+    )
     r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(built_index), "--json", "-k", "3"])
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)

@@ -47,8 +47,12 @@ def test_t5_errors(tmp_path):
 def test_minilm_prefers_the_relevant_passage_and_batches():
     ev = MiniLMEvaluator(batch_size=4)
     q = "What is the capital of France?"
-    texts = ["Paris is the capital and largest city of France.", "The mitochondrion is the powerhouse of the cell.",
-             "Berlin is the capital of Germany.", "Bananas are yellow."]
+    texts = [
+        "Paris is the capital and largest city of France.",
+        "The mitochondrion is the powerhouse of the cell.",
+        "Berlin is the capital of Germany.",
+        "Bananas are yellow.",
+    ]
     scores = ev.score([(q, t) for t in texts])
     assert scores[0] == max(scores) and scores[1] < scores[0] - 0.3
     assert all(-1 <= s <= 1 for s in scores)

@@ -119,7 +119,9 @@ def test_every_embedded_models_packages_are_pinned_in_its_extra():
 
     from crag_cli.models import EMBEDDED
 
-    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     for model in EMBEDDED.values():
         pinned = {req.split("==")[0] for req in extras[model.extra] if "==" in req}
         assert set(model.packages) <= pinned, model.name

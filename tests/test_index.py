@@ -140,11 +140,26 @@ def test_search_reads_only_the_query_terms_and_ranks_as_the_full_scores_do(tmp_p
     rng = np.random.default_rng(3)
     vocab = [f"w{i}" for i in range(40)]
     texts = [" ".join(rng.choice(vocab, size=rng.integers(3, 25))) + "." for _ in range(300)]
-    texts[10:13] = ["rare1 w1 rare3.", "rare2 rare1 rare1 rare3.", "rare2 rare3."]  # few matches: summed by sorting, not densely
+    texts[10:13] = [
+        "rare1 w1 rare3.",
+        "rare2 rare1 rare1 rare3.",
+        "rare2 rare3.",
+    ]  # few matches: summed by sorting, not densely
     build_index(_corpus(tmp_path, texts), tmp_path / "ix")
     index = BM25Index.load(tmp_path / "ix")
     reference = _bm25s_of(index)
-    for query in ["rare1 rare2", "rare3 rare1 rare2 rare3", "rare2 w1", "rare1 rare2 w1 w2 w3", "w1", "w1 w2", "w3 w3 w39", "w5 w6 w7 w8 w9 w10", "nothing here", "w11 unknown"]:
+    for query in [
+        "rare1 rare2",
+        "rare3 rare1 rare2 rare3",
+        "rare2 w1",
+        "rare1 rare2 w1 w2 w3",
+        "w1",
+        "w1 w2",
+        "w3 w3 w39",
+        "w5 w6 w7 w8 w9 w10",
+        "nothing here",
+        "w11 unknown",
+    ]:
         dense = _bm25s_scores(reference, query)  # bm25s's own scoring of every passage: the reference
         idx, val = index.matched(query)
         assert list(idx) == [int(i) for i in np.flatnonzero(dense)]
@@ -179,15 +194,23 @@ def test_rebuild_reads_only_new_and_changed_files_and_equals_a_full_build(docs_d
     rng = np.random.default_rng(5)
     words = [f"word{i}" for i in range(80)]
     for i in range(4):
-        (docs_dir / f"bulk{i}.jsonl").write_text("".join(
-            json.dumps({"id": f"b{i}-{j}", "title": f"Bulk {j}", "text": " ".join(rng.choice(words, 30)) + "."}) + "\n"
-            for j in range(50)))  # fmt: skip
-    (docs_dir / "broken.jsonl").write_text('{"id": "x", "text": "fine"}\nnot json\n')  # a line skipped, kept in the manifest
+        (docs_dir / f"bulk{i}.jsonl").write_text(
+            "".join(
+                json.dumps({"id": f"b{i}-{j}", "title": f"Bulk {j}", "text": " ".join(rng.choice(words, 30)) + "."})
+                + "\n"
+                for j in range(50)
+            )
+        )
+    (docs_dir / "broken.jsonl").write_text(
+        '{"id": "x", "text": "fine"}\nnot json\n'
+    )  # a line skipped, kept in the manifest
     first = build_index(docs_dir, out)
     assert (first.read, first.reused) == (first.files, 0)
     queries = ["capital of France", "word1 word2 word3", "word7 word7 Lyon", "Smithson composer", "word79 Bulk"]
 
-    (docs_dir / "bulk1.jsonl").write_text(json.dumps({"id": "n", "title": "", "text": "Lyon is a city in France."}) + "\n")
+    (docs_dir / "bulk1.jsonl").write_text(
+        json.dumps({"id": "n", "title": "", "text": "Lyon is a city in France."}) + "\n"
+    )
     (docs_dir / "bulk2.jsonl").unlink()
     (docs_dir / "sub" / "added.txt").write_text("Marseille is a port on the Mediterranean with a unique term zyxxy.")
     again = build_index(docs_dir, out)
@@ -220,7 +243,9 @@ def test_other_passage_size_rereads_every_file_and_an_old_format_index_is_replac
     (old / "bm25").mkdir(parents=True)
     (old / "bm25" / "params.index.json").write_text("{}")
     (old / "passages.jsonl").write_text("")
-    (old / "manifest.json").write_text(json.dumps({"format_version": 1, "passage_count": 0, "tokenizer": {}, "sources": []}))
+    (old / "manifest.json").write_text(
+        json.dumps({"format_version": 1, "passage_count": 0, "tokenizer": {}, "sources": []})
+    )
     with pytest.raises(IndexUnusableError, match="format version 1.*re-run crag index"):
         BM25Index.load(old)
     report = build_index(docs_dir, old)

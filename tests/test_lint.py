@@ -1,4 +1,4 @@
-"""The linter's error rules (pyproject.toml, [tool.ruff.lint]) hold for the package, the tests and the benchmarks."""
+"""ruff's lint rules and its formatter (pyproject.toml, [tool.ruff]) hold for the package, the tests and the benchmarks."""
 
 import shutil
 import subprocess
@@ -12,3 +12,11 @@ def test_ruff_finds_no_error():
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     proc = subprocess.run([ruff, "check", "crag_cli", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format_leaves_every_file_as_it_is():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    proc = subprocess.run(
+        [ruff, "format", "--check", "crag_cli", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, "run: ruff format crag_cli tests benchmarks\n" + proc.stdout + proc.stderr

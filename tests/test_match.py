@@ -46,15 +46,23 @@ def test_doctests():
         assert doctest.testmod(module).failed == 0
 
 
-@pytest.mark.parametrize("prediction, answers, f1, recall", [
-    ("31 kb", ["31 kb"], 1.0, 1.0),
-    ("The genome is about 31 kb.", ["31 kb"], 2 * (2 / 5) / (2 / 5 + 1), 1.0),  # genome is about 31 kb: 5 tokens
-    ("Mother-to-child transmission", ["Mother-to-child transmission (MTCT) is the main cause"], 2 * (2 / 6) / (1 + 2 / 6), 2 / 6),
-    ("bats", ["camels", "bats and camels"], 2 * (1 / 3) / (1 + 1 / 3), 1 / 3),  # the best of the golds
-    ("", ["anything"], 0.0, 0.0),
-    ("the the the", ["a"], 1.0, 1.0),  # both empty once articles go
-    ("virus virus", ["virus"], 2 * 0.5 * 1 / 1.5, 1.0),  # tokens count as a multiset
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "prediction, answers, f1, recall",
+    [
+        ("31 kb", ["31 kb"], 1.0, 1.0),
+        ("The genome is about 31 kb.", ["31 kb"], 2 * (2 / 5) / (2 / 5 + 1), 1.0),  # genome is about 31 kb: 5 tokens
+        (
+            "Mother-to-child transmission",
+            ["Mother-to-child transmission (MTCT) is the main cause"],
+            2 * (2 / 6) / (1 + 2 / 6),
+            2 / 6,
+        ),
+        ("bats", ["camels", "bats and camels"], 2 * (1 / 3) / (1 + 1 / 3), 1 / 3),  # the best of the golds
+        ("", ["anything"], 0.0, 0.0),
+        ("the the the", ["a"], 1.0, 1.0),  # both empty once articles go
+        ("virus virus", ["virus"], 2 * 0.5 * 1 / 1.5, 1.0),  # tokens count as a multiset
+    ],
+)
 def test_squad_token_f1_and_recall(prediction, answers, f1, recall):
     from crag_cli.match import token_scores
 

@@ -80,9 +80,11 @@ def test_batch_summary_counts_answers_not_found_in_their_knowledge():
     from crag_cli.batch import Summary
 
     s = Summary()
-    for rec in ({"action": "correct", "grounded": True, "correct": True},
-                {"action": "ambiguous", "grounded": False, "correct": False},
-                {"mode": "no-retrieval", "grounded": None}):  # fmt: skip
+    for rec in (
+        {"action": "correct", "grounded": True, "correct": True},
+        {"action": "ambiguous", "grounded": False, "correct": False},
+        {"mode": "no-retrieval", "grounded": None},
+    ):
         s.add(rec)
     assert s.ungrounded == 1 and s.to_dict()["ungrounded"] == 1
     assert "1 answer(s) not found in their knowledge (grounded: false)" in s.line()
@@ -119,8 +121,15 @@ def test_fused_ranking_keeps_the_first_retrieved_passage_when_the_evaluator_pref
     scores = {"31 kb": 0.6, "herds": 0.7}
     for ranking, expected in (("fused", "31 kb"), ("evaluator", "herds")):
         gen = FakeGenerator("31 kb")
-        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores, default=0.1), TH, gen, strips=5,
-                        strips_correct=1, ranking=ranking)
+        pipe = Pipeline(
+            FakeRetriever(passages),
+            FakeEvaluator(scores, default=0.1),
+            TH,
+            gen,
+            strips=5,
+            strips_correct=1,
+            ranking=ranking,
+        )
         result = pipe.run("What is the size of the bovine coronavirus genome?")
         assert result.action is Action.CORRECT
         lines = reference(gen)

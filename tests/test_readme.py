@@ -28,8 +28,10 @@ def test_readme_main_command_uses_existing_options():
     assert "crag index sample_corpus" in main and "crag ask" in main
     assert CliRunner().invoke(app, ["index", "--help"]).exit_code == 0
     flags = set(re.findall(r"`(--[a-z-]+)", (ROOT / "README.md").read_text()))
-    helps = "".join(CliRunner().invoke(app, [c, "--help"], terminal_width=200, env={"COLUMNS": "250"}).output
-                    for c in ("index", "evaluate", "ask", "batch", "calibrate", "evaluator-test", "train-evaluator"))
+    helps = "".join(
+        CliRunner().invoke(app, [c, "--help"], terminal_width=200, env={"COLUMNS": "250"}).output
+        for c in ("index", "evaluate", "ask", "batch", "calibrate", "evaluator-test", "train-evaluator")
+    )
     helps += (ROOT / "benchmarks" / "popqa.py").read_text()  # the benchmark's own flags (--sample, ...)
     helps += (ROOT / "benchmarks" / "split_popqa.py").read_text()
     missing = [f for f in flags if f not in helps and f not in ("--config", "--version")]

@@ -35,11 +35,15 @@ class OverlapEvaluator:
 
 
 def test_excerption_groups_three_sentences_and_merges_fragments():
-    text = "One two three four five six. Short bit. Seven eight nine ten eleven twelve. " \
-           "Alpha beta gamma delta epsilon zeta. Eta theta iota kappa lambda mu. Last sentence has six words."
+    text = (
+        "One two three four five six. Short bit. Seven eight nine ten eleven twelve. "
+        "Alpha beta gamma delta epsilon zeta. Eta theta iota kappa lambda mu. Last sentence has six words."
+    )
     strips = excerption(text)
-    assert strips[0] == "One two three four five six. Short bit. Seven eight nine ten eleven twelve. " \
-                        "Alpha beta gamma delta epsilon zeta."
+    assert (
+        strips[0] == "One two three four five six. Short bit. Seven eight nine ten eleven twelve. "
+        "Alpha beta gamma delta epsilon zeta."
+    )
     assert strips[1] == "Eta theta iota kappa lambda mu. Last sentence has six words."
     assert " ".join(strips).split() == text.split()
 
@@ -56,8 +60,9 @@ def test_selection_keeps_the_whole_passage():
 
 
 def test_select_strips_keeps_top_k_above_threshold_in_original_order():
-    strips = [Strip(f"s{i}", "p", "", (i // 3, i % 3), score) for i, score in
-              enumerate([0.1, 0.9, -0.8, 0.5, 0.7, 0.2, -0.6])]
+    strips = [
+        Strip(f"s{i}", "p", "", (i // 3, i % 3), score) for i, score in enumerate([0.1, 0.9, -0.8, 0.5, 0.7, 0.2, -0.6])
+    ]
     kept = select_strips(strips, top_k=3, threshold=0.0)
     assert [s.text for s in kept] == ["s1", "s3", "s4"]
     assert [s.text for s in select_strips(strips, top_k=10, threshold=0.15)] == ["s1", "s3", "s4", "s5"]
@@ -66,8 +71,12 @@ def test_select_strips_keeps_top_k_above_threshold_in_original_order():
 def test_refine_scores_all_strips_in_one_call_and_recomposes_in_order():
     ev = OverlapEvaluator()
     sources = [
-        KnowledgeSource("a", "A", "The weather was cold that year in the north. Nothing about the question here at all."),
-        KnowledgeSource("b", "B", "Anna Example was a Dutch painter born in Utrecht. She painted landscapes for years."),
+        KnowledgeSource(
+            "a", "A", "The weather was cold that year in the north. Nothing about the question here at all."
+        ),
+        KnowledgeSource(
+            "b", "B", "Anna Example was a Dutch painter born in Utrecht. She painted landscapes for years."
+        ),
     ]
     kept = refine("Where was the painter Anna Example born?", sources, ev, mode="excerption", top_k=1, threshold=-1)
     assert ev.calls == [2]
@@ -85,8 +94,11 @@ def test_fuse_ranks_is_reciprocal_rank_fusion():
 def test_fused_ranking_keeps_retrieval_order_when_the_evaluator_barely_separates():
     # The evaluator prefers the last retrieved strip; retrieval put it last. Fused, the first passage's strip,
     # second by score, comes first: agreement of the two orders wins over one order alone.
-    strips = [Strip("first", "p1", "", (0, 0), 0.50, 0), Strip("mid", "p2", "", (1, 0), 0.10, 1),
-              Strip("last", "p3", "", (2, 0), 0.51, 2)]
+    strips = [
+        Strip("first", "p1", "", (0, 0), 0.50, 0),
+        Strip("mid", "p2", "", (1, 0), 0.10, 1),
+        Strip("last", "p3", "", (2, 0), 0.51, 2),
+    ]
     assert [s.text for s in strongest_first(strips, "evaluator")] == ["last", "first", "mid"]
     assert [s.text for s in strongest_first(strips, "fused")] == ["first", "last", "mid"]
     assert [s.text for s in select_strips(strips, 1, -1.0, "fused")] == ["first"]
@@ -99,14 +111,21 @@ def test_lexical_scores_equal_rank_bm25_with_lucene_idf():
 
     from crag_cli.index import TokenizerSettings
 
-    texts = ["The bovine coronavirus genome is 31 kb long.", "Cats sleep all day long.",
-             "Coronaviruses have the largest genomes of RNA viruses.", "the a of", "Bovine herds and cats."]
+    texts = [
+        "The bovine coronavirus genome is 31 kb long.",
+        "Cats sleep all day long.",
+        "Coronaviruses have the largest genomes of RNA viruses.",
+        "the a of",
+        "Bovine herds and cats.",
+    ]
     question = "How long is the bovine coronavirus genome?"
     tok = TokenizerSettings()
     ref = BM25Okapi(tok.tokenize(texts), k1=1.5, b=0.75)
     n = len(texts)
-    ref.idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5))
-               for t, df in ((t, sum(t in d for d in ref.doc_freqs)) for t in ref.idf)}
+    ref.idf = {
+        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for t, df in ((t, sum(t in d for d in ref.doc_freqs)) for t in ref.idf)
+    }
     expected = ref.get_scores(tok.tokenize([question])[0]) / (1.5 + 1)  # Lucene drops Okapi's constant (k1 + 1)
     assert lexical_scores(question, texts) == pytest.approx(expected, rel=1e-5)
     assert lexical_scores("zebra", texts).tolist() == [0.0] * 5
@@ -119,8 +138,16 @@ def test_refine_bounds_the_strips_scored_by_a_bm25_first_pass():
     filler = " ".join(f"Sentence number {i} says nothing useful about anything here." for i in range(300))
     page = filler + " The bovine coronavirus genome is about 31 kb long, the largest of RNA viruses. " + filler
     sources = [KnowledgeSource("https://a.example/page", "A", page)]
-    kept = refine("How long is the bovine coronavirus genome?", sources, ev, top_k=1, threshold=-1,
-                  ranking="fused", max_scored=10, lexical_rank=True)
+    kept = refine(
+        "How long is the bovine coronavirus genome?",
+        sources,
+        ev,
+        top_k=1,
+        threshold=-1,
+        ranking="fused",
+        max_scored=10,
+        lexical_rank=True,
+    )
     assert ev.calls == [10]  # of the 200 or so strips, only the 10 best by BM25 reached the evaluator
     assert "31 kb" in kept[0].text
     assert kept[0].rank == 0  # the best by BM25 within the page

@@ -127,13 +127,16 @@ def test_unchanged_folder_is_decided_from_sizes_and_hashes_without_parsing(docs_
 # ----------------------------------------------------------------------------- 12: a damaged manifest
 
 
-@pytest.mark.parametrize("damage, fragment", [
-    (lambda m: m.pop("tokenizer"), "no tokenizer settings"),
-    (lambda m: m["tokenizer"].update(stemmer="klingon"), "unknown stemmer 'klingon'"),
-    (lambda m: m["tokenizer"].update(splitter="(("), "is not a regular expression"),
-    (lambda m: m["tokenizer"].update(colour="blue"), "bad tokenizer settings"),
-    (lambda m: m.pop("passage_count"), "passage_count"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage, fragment",
+    [
+        (lambda m: m.pop("tokenizer"), "no tokenizer settings"),
+        (lambda m: m["tokenizer"].update(stemmer="klingon"), "unknown stemmer 'klingon'"),
+        (lambda m: m["tokenizer"].update(splitter="(("), "is not a regular expression"),
+        (lambda m: m["tokenizer"].update(colour="blue"), "bad tokenizer settings"),
+        (lambda m: m.pop("passage_count"), "passage_count"),
+    ],
+)
 def test_a_damaged_manifest_is_one_clear_line(damage, fragment, built_index):
     path = built_index / "manifest.json"
     manifest = json.loads(path.read_text())
@@ -180,8 +183,12 @@ def test_batch_never_writes_over_its_input(built_index, tiny_gguf, tmp_path):
     qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
     before = qs.read_bytes()
     one_error_line(invoke("batch", qs, "-o", qs, "--index", built_index, "--model", tiny_gguf), "is the input")
-    one_error_line(invoke("batch", qs, "-o", tmp_path / "." / "q.jsonl", "--overwrite", "--index", built_index,
-                          "--model", tiny_gguf), "is the input")  # fmt: skip
+    one_error_line(
+        invoke(
+            "batch", qs, "-o", tmp_path / "." / "q.jsonl", "--overwrite", "--index", built_index, "--model", tiny_gguf
+        ),
+        "is the input",
+    )
     assert qs.read_bytes() == before
 
 
@@ -238,14 +245,17 @@ def _questions(tmp_path, n=3):
     return qs
 
 
-@pytest.mark.parametrize("change, setting", [
-    (["--mode", "rag"], "mode"),
-    (["--upper", "0.3"], "thresholds"),
-    (["--evaluator", "minilm-cosine:{other}"], "evaluator"),
-    (["--top-k", "3"], "top_k"),
-    (["--model", "{other_model}"], "model"),
-    (["--index", "{other_index}"], "index_sha256"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change, setting",
+    [
+        (["--mode", "rag"], "mode"),
+        (["--upper", "0.3"], "thresholds"),
+        (["--evaluator", "minilm-cosine:{other}"], "evaluator"),
+        (["--top-k", "3"], "top_k"),
+        (["--model", "{other_model}"], "model"),
+        (["--index", "{other_index}"], "index_sha256"),
+    ],
+)
 def test_resume_refuses_other_settings_naming_the_setting(change, setting, built_index, tiny_gguf, tmp_path, docs_dir):
     from conftest import write_tiny_gguf
 
@@ -259,11 +269,19 @@ def test_resume_refuses_other_settings_naming_the_setting(change, setting, built
     other_index = tmp_path / "ix2"
     (docs_dir / "more.txt").write_text("Rome is the capital of Italy.")
     assert invoke("index", docs_dir, "--index", other_index).exit_code == 0
-    fills = {"other": str(tmp_path / "nowhere"), "other_model": str(write_tiny_gguf(tmp_path / "b.gguf", seed=1)),
-             "other_index": str(other_index)}  # fmt: skip
+    fills = {
+        "other": str(tmp_path / "nowhere"),
+        "other_model": str(write_tiny_gguf(tmp_path / "b.gguf", seed=1)),
+        "other_index": str(other_index),
+    }
     args = [a.format(**fills) for a in change]
-    args = common + args if "--index" not in change and "--model" not in change else (
-        ["--max-tokens", "2"] + args + (["--model", tiny_gguf] if "--index" in change else ["--index", built_index]))
+    args = (
+        common + args
+        if "--index" not in change and "--model" not in change
+        else (
+            ["--max-tokens", "2"] + args + (["--model", tiny_gguf] if "--index" in change else ["--index", built_index])
+        )
+    )
     r = invoke("batch", qs, "-o", out, "--resume", *args)
     one_error_line(r, "cannot resume", f"another {setting}")
     assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
@@ -310,8 +328,12 @@ def test_evaluator_fingerprint_follows_the_files_content_not_their_times(tmp_pat
 
 def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_errors(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
-    qs.write_text(json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n"
-                  + json.dumps({"id": "b", "question": "capital of France?"}) + "\n")  # fmt: skip
+    qs.write_text(
+        json.dumps({"id": "a", "question": "capital of Germany?"})
+        + "\n"
+        + json.dumps({"id": "b", "question": "capital of France?"})
+        + "\n"
+    )
     out = tmp_path / "out.jsonl"
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
     assert invoke("batch", qs, "-o", out, *common).exit_code == 0
@@ -336,9 +358,25 @@ def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_erro
 
 def test_cached_private_pages_are_not_served_without_allow_private(built_index, tiny_gguf):
     with LocalWeb() as web:
-        base = ["What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
-                "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--max-tokens", "2",
-                "--json", "--no-rewrite"]  # fmt: skip
+        base = [
+            "What is Zorblat Quintana's occupation?",
+            "--index",
+            built_index,
+            "--model",
+            tiny_gguf,
+            "--upper",
+            "1",
+            "--lower",
+            "1",
+            "--web",
+            "searxng",
+            "--searxng-url",
+            web.url,
+            "--max-tokens",
+            "2",
+            "--json",
+            "--no-rewrite",
+        ]
         first = json.loads(invoke("ask", *base, "--allow-private").stdout)
         assert any("sculptor" in s["text"] for s in first["external_knowledge"]["strips"])
         fetched = len(web.server.requests)
@@ -371,17 +409,20 @@ def test_web_cache_deletes_expired_entries_and_stays_within_its_size(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "toml"])
-@pytest.mark.parametrize("name, value, fragment", [
-    ("max_length", "-5", "greater than or equal to 16"),
-    ("top_k", "ten", "valid integer"),
-    ("upper", "nan", "finite number"),
-    ("upper", "2", "less than or equal to 1"),
-    ("max_tokens", "0", "greater than or equal to 1"),
-    ("max_tokens", "-5", "greater than or equal to 1"),
-    ("temperature", "-1", "greater than or equal to 0"),
-    ("searxng_url", "notaurl", "http:// or https://"),
-    ("strip_mode", "sentences", "'excerption', 'fixed_num' or 'selection'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("max_length", "-5", "greater than or equal to 16"),
+        ("top_k", "ten", "valid integer"),
+        ("upper", "nan", "finite number"),
+        ("upper", "2", "less than or equal to 1"),
+        ("max_tokens", "0", "greater than or equal to 1"),
+        ("max_tokens", "-5", "greater than or equal to 1"),
+        ("temperature", "-1", "greater than or equal to 0"),
+        ("searxng_url", "notaurl", "http:// or https://"),
+        ("strip_mode", "sentences", "'excerption', 'fixed_num' or 'selection'"),
+    ],
+)
 def test_a_bad_setting_is_refused_the_same_way_from_every_source(how, name, value, fragment, built_index, tmp_path):
     env = None
     args = ["ask", "capital of France?", "--index", built_index, "--model", "smollm2-135m"]
@@ -404,16 +445,29 @@ def test_a_bad_setting_is_refused_the_same_way_from_every_source(how, name, valu
 def test_other_bad_values_are_one_line(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "x"}) + "\n")
-    one_error_line(invoke("batch", qs, "--limit", "-1", "--index", built_index), "--limit", "greater than or equal to 1")
+    one_error_line(
+        invoke("batch", qs, "--limit", "-1", "--index", built_index), "--limit", "greater than or equal to 1"
+    )
     one_error_line(invoke("ask", "x", "--index", built_index, "--web", "searxng"), "needs searxng_url")
     one_error_line(invoke("ask", "x", "--no-such-flag"), "no such option")
     one_error_line(invoke("evaluate", "x", "--index", built_index, "--upper", "0.1", "--lower", "0.2"), "lower")
 
 
 def test_preset_on_the_cosine_evaluator_warns(built_index):
-    r = invoke("evaluate", "capital of France?", "--index", built_index, "--preset", "popqa", "--json",
-               "--evaluator", "minilm-cosine")
-    assert r.exit_code == 0 and "crag: warning: preset 'popqa'" in r.stderr and "Incorrect can then never fire" in r.stderr
+    r = invoke(
+        "evaluate",
+        "capital of France?",
+        "--index",
+        built_index,
+        "--preset",
+        "popqa",
+        "--json",
+        "--evaluator",
+        "minilm-cosine",
+    )
+    assert (
+        r.exit_code == 0 and "crag: warning: preset 'popqa'" in r.stderr and "Incorrect can then never fire" in r.stderr
+    )
     assert json.loads(r.stdout)  # still valid JSON
 
 
@@ -422,8 +476,11 @@ def test_preset_on_the_cosine_evaluator_warns(built_index):
 
 def test_a_byte_order_mark_does_not_spoil_the_first_line(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "bom.jsonl"
-    qs.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "question": "capital of Germany?", "answers": ["Berlin"]}).encode()
-                   + b"\n")  # fmt: skip
+    qs.write_bytes(
+        b"\xef\xbb\xbf"
+        + json.dumps({"id": "a", "question": "capital of Germany?", "answers": ["Berlin"]}).encode()
+        + b"\n"
+    )
     r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "2")
     assert r.exit_code == 0 and json.loads(r.stdout)["error"] is None
     r = invoke("evaluate", "--input", qs, "--index", built_index)
@@ -438,8 +495,13 @@ def test_a_byte_order_mark_does_not_spoil_the_first_line(built_index, tiny_gguf,
 def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     long_question = "capital of Germany " * 300  # does not fit n_ctx 1024 (a byte a token): generation fails
-    qs.write_text(json.dumps({"id": "ok", "question": "capital of Germany?"}) + "\n"
-                  + json.dumps({"id": "long", "question": long_question}) + "\n" + "{oops\n")  # fmt: skip
+    qs.write_text(
+        json.dumps({"id": "ok", "question": "capital of Germany?"})
+        + "\n"
+        + json.dumps({"id": "long", "question": long_question})
+        + "\n"
+        + "{oops\n"
+    )
     r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--n-ctx", "1024")
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.exit_code == 1 and [x["id"] for x in recs] == ["ok", "long", None]
@@ -458,12 +520,36 @@ def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(buil
 
     n = 200
     qs = tmp_path / "q.jsonl"
-    qs.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i}?"}) + "\n"
-                          for i in range(n)))  # fmt: skip
+    qs.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i}?"}) + "\n" for i in range(n)
+        )
+    )
     out = tmp_path / "out.jsonl"
-    cmd = [sys.executable, "-m", "crag_cli", "batch", str(qs), "-o", str(out), "--resume", "--mode", "rag",
-           "--index", str(built_index), "--model", str(tiny_gguf), "--max-tokens", "16", "--threads", "1", "-k", "3",
-           "--n-ctx", "2048"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "crag_cli",
+        "batch",
+        str(qs),
+        "-o",
+        str(out),
+        "--resume",
+        "--mode",
+        "rag",
+        "--index",
+        str(built_index),
+        "--model",
+        str(tiny_gguf),
+        "--max-tokens",
+        "16",
+        "--threads",
+        "1",
+        "-k",
+        "3",
+        "--n-ctx",
+        "2048",
+    ]
     env = {**os.environ, "CRAG_CACHE_DIR": str(tmp_path / "cache")}
     partial = tmp_path / "out.jsonl.partial"
 
@@ -487,8 +573,14 @@ def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(buil
     final = subprocess.run(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert final.returncode == 0, final.stderr.decode()
     reference = tmp_path / "reference.jsonl"
-    subprocess.run([*cmd[:6], str(reference), *cmd[7:]], env=env, cwd=tmp_path, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [*cmd[:6], str(reference), *cmd[7:]],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     raw = out.read_bytes()
     assert raw.endswith(b"\n")
     records = [json.loads(line) for line in raw.splitlines()]  # no torn line: every line parses
@@ -503,16 +595,22 @@ def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(buil
 
 def _fuzz_lines(rng) -> list[bytes]:
     def text(k):
-        return "".join(rng.choice("abcXYZ é中\u2028\x00\"\\{}[]:,") for _ in range(k))
+        return "".join(rng.choice('abcXYZ é中\u2028\x00"\\{}[]:,') for _ in range(k))
 
     makers = [
         lambda: json.dumps({"question": text(rng.randint(1, 30)), "id": rng.choice([None, 1, "x", [1]])}).encode(),
-        lambda: json.dumps({"question": "capital of Germany?", "answers": rng.choice([["Berlin"], "Berlin", [1], None, {}])}).encode(),
+        lambda: json.dumps(
+            {"question": "capital of Germany?", "answers": rng.choice([["Berlin"], "Berlin", [1], None, {}])}
+        ).encode(),
         lambda: json.dumps({"question": "capital?", "task": rng.choice(["popqa", "bio", "nope", 3, None])}).encode(),
-        lambda: json.dumps(rng.choice([[], 1, "q", None, True, {"q": 1}, {"question": None}, {"question": "  "}])).encode(),
+        lambda: json.dumps(
+            rng.choice([[], 1, "q", None, True, {"q": 1}, {"question": None}, {"question": "  "}])
+        ).encode(),
         lambda: json.dumps({"question": "x"})[: rng.randint(0, 12)].encode(),  # cut off
         lambda: bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))).replace(b"\n", b""),  # binary noise
-        lambda: rng.choice([b" ", b"\t", b"\r", b"  \t ", b"\xef\xbb\xbf", b"\x0b", b"\x1c", b"\xc3", b"NaN", b"1e999"]),
+        lambda: rng.choice(
+            [b" ", b"\t", b"\r", b"  \t ", b"\xef\xbb\xbf", b"\x0b", b"\x1c", b"\xc3", b"NaN", b"1e999"]
+        ),
         lambda: text(rng.randint(0, 60)).encode("utf-8", "surrogatepass"),
     ]
     return [rng.choice(makers)() for _ in range(300)]
@@ -560,7 +658,9 @@ def test_a_folder_with_someone_elses_manifest_is_not_an_index(docs_dir, tmp_path
     assert (webapp / "manifest.json").read_text() == '{"name": "my app"}'
 
 
-def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_thrown_away(built_index, tiny_gguf, tmp_path):
+def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_thrown_away(
+    built_index, tiny_gguf, tmp_path
+):
     qs = _questions(tmp_path, 2)
     out = tmp_path / "out.jsonl"
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
@@ -578,11 +678,15 @@ def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_throw
 
 def test_resume_checks_the_questions_not_only_the_line_numbers(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
-    qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n" + json.dumps({"question": "capital of France?"}) + "\n")
+    qs.write_text(
+        json.dumps({"question": "capital of Germany?"}) + "\n" + json.dumps({"question": "capital of France?"}) + "\n"
+    )
     out = tmp_path / "out.jsonl"
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
     assert invoke("batch", qs, "-o", out, *common).exit_code == 0
-    qs.write_text(json.dumps({"question": "capital of France?"}) + "\n" + json.dumps({"question": "capital of Germany?"}) + "\n")
+    qs.write_text(
+        json.dumps({"question": "capital of France?"}) + "\n" + json.dumps({"question": "capital of Germany?"}) + "\n"
+    )
     one_error_line(invoke("batch", qs, "-o", out, "--resume", *common), "cannot resume")
 
 
@@ -591,16 +695,23 @@ def test_everything_the_run_reads_is_an_input(built_index, tiny_gguf, tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(tiny_gguf.read_bytes())
     before = model.read_bytes()
-    one_error_line(invoke("batch", qs, "-o", model, "--overwrite", "--index", built_index, "--model", model), "is the input")
+    one_error_line(
+        invoke("batch", qs, "-o", model, "--overwrite", "--index", built_index, "--model", model), "is the input"
+    )
     assert model.read_bytes() == before
-    one_error_line(invoke("batch", qs, "-o", built_index / "passages.jsonl", "--overwrite", "--index", built_index,
-                          "--model", model), "inside the index")  # fmt: skip
+    one_error_line(
+        invoke(
+            "batch", qs, "-o", built_index / "passages.jsonl", "--overwrite", "--index", built_index, "--model", model
+        ),
+        "inside the index",
+    )
 
 
 def test_odd_names_and_links_are_one_line_not_a_traceback(docs_dir, built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path, 1)
-    one_error_line(invoke("batch", qs, "-o", tmp_path / ("a" * 245), "--index", built_index, "--model", tiny_gguf),
-                   "too long")  # fmt: skip
+    one_error_line(
+        invoke("batch", qs, "-o", tmp_path / ("a" * 245), "--index", built_index, "--model", tiny_gguf), "too long"
+    )
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
     r = invoke("index", docs_dir, "--index", loop)

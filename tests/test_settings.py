@@ -17,15 +17,23 @@ def test_precedence_flags_over_env_over_file_over_defaults(tmp_path):
 
 def test_config_from_env_variable_and_table(tmp_path):
     cfg = tmp_path / "other.toml"
-    cfg.write_text("[crag]\nweb = \"searxng\"\nsearxng_url = \"http://127.0.0.1:8888/\"\nrewrite = false\n")
+    cfg.write_text('[crag]\nweb = "searxng"\nsearxng_url = "http://127.0.0.1:8888/"\nrewrite = false\n')
     s = load_settings({}, env={"CRAG_CONFIG": str(cfg)}, cwd=tmp_path)
     assert s.web == "searxng" and s.rewrite is False and s.searxng_url == "http://127.0.0.1:8888"
 
 
 @pytest.mark.parametrize(
     "env, message",
-    [({"CRAG_TOP_K": "ten"}, "bad value 'ten' for top_k .from environment variable CRAG_TOP_K.: input should be a valid integer"),
-     ({"CRAG_REWRITE": "maybe"}, "for rewrite .from environment variable CRAG_REWRITE.: input should be a valid boolean")],
+    [
+        (
+            {"CRAG_TOP_K": "ten"},
+            "bad value 'ten' for top_k .from environment variable CRAG_TOP_K.: input should be a valid integer",
+        ),
+        (
+            {"CRAG_REWRITE": "maybe"},
+            "for rewrite .from environment variable CRAG_REWRITE.: input should be a valid boolean",
+        ),
+    ],
 )
 def test_bad_values_are_clear_errors(env, message, tmp_path):
     with pytest.raises(SettingsError, match=message):

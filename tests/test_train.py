@@ -18,10 +18,20 @@ from crag_cli.evaltest import auc
 from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
-    LabelledPair, TrainConfig, TrainingError, check_output_folder, pairs_from_gold, parse_synthetic,
-    question_groups, question_key, read_labelled_pairs, split_by_question, synthetic_pairs, train,
+    LabelledPair,
+    TrainConfig,
+    TrainingError,
+    check_output_folder,
+    pairs_from_gold,
+    parse_synthetic,
+    question_groups,
+    question_key,
+    read_labelled_pairs,
+    split_by_question,
+    synthetic_pairs,
+    train,
     write_labelled_pairs,
-)  # fmt: skip
+)
 
 
 def toy_pairs(n_questions: int = 12, seed: int = 0) -> list[LabelledPair]:
@@ -56,7 +66,7 @@ def test_split_keeps_a_question_filed_twice_on_one_side():
     # PopQA's dev set files "Who was the director of College?" under two ids: one question, one side
     pairs = toy_pairs(20)
     twins = [LabelledPair(f"twin-{p.qid}", "  " + p.question.upper() + " ", p.passage, p.label) for p in pairs[::3]]
-    assert question_groups(pairs + twins)[len(pairs):] == question_groups(pairs)[::3]
+    assert question_groups(pairs + twins)[len(pairs) :] == question_groups(pairs)[::3]
     for seed in range(8):
         train_part, val_part = split_by_question(pairs + twins, 0.3, seed=seed)
         keys = [{question_key(p.question) for p in part} for part in (train_part, val_part)]
@@ -70,8 +80,12 @@ def test_split_keeps_a_question_filed_twice_on_one_side():
     # two ids joined by a shared text later on are still one question
     chain = [LabelledPair("a", "Who?", "x", 1), LabelledPair("b", "What?", "y", 0), LabelledPair("a", "What?", "z", 0)]
     assert question_groups(chain) == [0, 0, 0]
-    merge = [LabelledPair("a", "X?", "", 0), LabelledPair("b", "Y?", "", 0), LabelledPair("c", "Z?", "", 0),
-             LabelledPair("a", "Y?", "", 0)]  # fmt: skip
+    merge = [
+        LabelledPair("a", "X?", "", 0),
+        LabelledPair("b", "Y?", "", 0),
+        LabelledPair("c", "Z?", "", 0),
+        LabelledPair("a", "Y?", "", 0),
+    ]
     assert question_groups(merge) == [0, 0, 1, 0]
 
 
@@ -88,34 +102,52 @@ def test_split_without_twins_is_a_seeded_shuffle_of_the_ids():
 
 def test_labelled_pairs_file_reports_bad_lines(tmp_path):
     f = tmp_path / "pairs.jsonl"
-    f.write_text("\n".join([
-        json.dumps({"question": "Who?", "passage": "Him.", "label": 1}),
-        json.dumps({"question": "Who?", "passage": "Her.", "label": 0}),
-        json.dumps({"question": "Who?", "passage": "x", "label": 2}),
-        "not json",
-        json.dumps({"question": "", "passage": "x", "label": 0}),
-        json.dumps({"question": "Who?", "passage": "Them.", "label": 1, "answers": "Them"}),
-        json.dumps({"question": "Where?", "passage": "In Lyon, by the river.", "label": 1, "answers": ["Lyon"]}),
-    ]) + "\n")  # fmt: skip
+    f.write_text(
+        "\n".join(
+            [
+                json.dumps({"question": "Who?", "passage": "Him.", "label": 1}),
+                json.dumps({"question": "Who?", "passage": "Her.", "label": 0}),
+                json.dumps({"question": "Who?", "passage": "x", "label": 2}),
+                "not json",
+                json.dumps({"question": "", "passage": "x", "label": 0}),
+                json.dumps({"question": "Who?", "passage": "Them.", "label": 1, "answers": "Them"}),
+                json.dumps(
+                    {"question": "Where?", "passage": "In Lyon, by the river.", "label": 1, "answers": ["Lyon"]}
+                ),
+            ]
+        )
+        + "\n"
+    )
     got = list(read_labelled_pairs(f))
     pairs = [g for g in got if isinstance(g, LabelledPair)]
     errors = [g for g in got if isinstance(g, str)]
     assert [(p.passage, p.label) for p in pairs[:2]] == [("Him.", 1), ("Her.", 0)] and pairs[0].qid == pairs[1].qid
     assert [e.split(":")[0] for e in errors] == ["line 3", "line 4", "line 5", "line 6"]
     # the answers, when given, label the strips; without them a strip takes its passage's label
-    assert pairs[2].answers == ("Lyon",) and pairs[2].strip_holds("In Lyon") and not pairs[2].strip_holds("by the river.")
+    assert (
+        pairs[2].answers == ("Lyon",) and pairs[2].strip_holds("In Lyon") and not pairs[2].strip_holds("by the river.")
+    )
     assert pairs[0].answers == () and pairs[0].strip_holds("anything")
 
 
 def test_written_pairs_read_back_the_same(built_index, tmp_path):  # synthetic pairs, saved for --pairs
-    pairs, _ = synthetic_pairs(BM25Index.load(built_index), FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin"), n=20, top_k=5)
-    pairs += [LabelledPair("synthetic:b", "Wo liegt Köln?", "Köln liegt am Rhein.", 1, ("am Rhein",)),
-              LabelledPair("synthetic:b", "Wo liegt Köln?", "Bonn liegt auch dort.", 0, ("am Rhein",))]  # fmt: skip
+    pairs, _ = synthetic_pairs(
+        BM25Index.load(built_index),
+        FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin"),
+        n=20,
+        top_k=5,
+    )
+    pairs += [
+        LabelledPair("synthetic:b", "Wo liegt Köln?", "Köln liegt am Rhein.", 1, ("am Rhein",)),
+        LabelledPair("synthetic:b", "Wo liegt Köln?", "Bonn liegt auch dort.", 0, ("am Rhein",)),
+    ]
     (tmp_path / "out").mkdir()
     out = tmp_path / "out" / "synthetic.jsonl"
     write_labelled_pairs(pairs, out)
     back = list(read_labelled_pairs(out))
-    assert [(p.question, p.passage, p.label, p.answers) for p in back] == [(p.question, p.passage, p.label, p.answers) for p in pairs]
+    assert [(p.question, p.passage, p.label, p.answers) for p in back] == [
+        (p.question, p.passage, p.label, p.answers) for p in pairs
+    ]
     same = lambda ids: [a == b for a in ids for b in ids]  # noqa: E731  (which pairs share a question)
     assert same([p.qid for p in back]) == same([p.qid for p in pairs])
     assert sorted(x.name for x in out.parent.iterdir()) == ["synthetic.jsonl"]  # no temporary left beside it
@@ -135,7 +167,10 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
     eligible = [p for p in index.passages if len(p.text.split()) >= 20]  # passages long enough to ask about
     assert eligible and counts["sampled"] == min(100, len(eligible))
     assert counts["kept"] == sum(1 for p in pairs if p.label == 1) >= 1
-    assert counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] + counts["dropped_long_answer"] == counts["sampled"]
+    assert (
+        counts["kept"] + counts["dropped_not_in_passage"] + counts["dropped_unparsed"] + counts["dropped_long_answer"]
+        == counts["sampled"]
+    )
     assert counts["dropped_not_retrieved"] == 0
     positives = [p for p in pairs if p.label]
     assert all("Berlin" in p.passage for p in positives)
@@ -145,7 +180,9 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
 
 def test_synthetic_questions_that_do_not_find_their_passage_are_dropped(built_index):
     index = BM25Index.load(built_index)
-    vague = FakeGenerator("Question: Which city was it?\nAnswer: Berlin")  # names nothing: Berlin's passage is not found
+    vague = FakeGenerator(
+        "Question: Which city was it?\nAnswer: Berlin"
+    )  # names nothing: Berlin's passage is not found
     assert not any(h.passage.id for h in index.search("Which city was it?", 5) if "Berlin" in h.passage.text)
     pairs, counts = synthetic_pairs(index, vague, n=100, top_k=5, seed=0)
     assert pairs == [] and counts["dropped_not_retrieved"] >= 1 and counts["kept"] == 0
@@ -155,7 +192,9 @@ def test_synthetic_questions_that_do_not_find_their_passage_are_dropped(built_in
 
 def test_synthetic_sentence_answers_are_counted_apart_and_dropped(built_index):
     index = BM25Index.load(built_index)
-    gen = FakeGenerator("Question: What is the capital of Germany?\nAnswer: " + "The capital of Germany is the city of Berlin, " * 3)
+    gen = FakeGenerator(
+        "Question: What is the capital of Germany?\nAnswer: " + "The capital of Germany is the city of Berlin, " * 3
+    )
     pairs, counts = synthetic_pairs(index, gen, n=3, top_k=5, seed=0)
     assert pairs == [] and counts["dropped_long_answer"] == counts["sampled"] == 3 and counts["dropped_unparsed"] == 0
 
@@ -163,7 +202,10 @@ def test_synthetic_sentence_answers_are_counted_apart_and_dropped(built_index):
 def test_parse_synthetic():
     assert parse_synthetic("Question: Who painted it?\nAnswer: Anna Example.") == ("Who painted it?", "Anna Example")
     assert parse_synthetic("I cannot do that.") is None
-    assert parse_synthetic("**Question:** Who painted it?\n**Answer:** Anna Example") == ("Who painted it?", "Anna Example")
+    assert parse_synthetic("**Question:** Who painted it?\n**Answer:** Anna Example") == (
+        "Who painted it?",
+        "Anna Example",
+    )
     assert parse_synthetic("Question: Who painted it?") is None
 
 
@@ -197,8 +239,12 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
 def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
-    train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
-          log=lambda m: None)  # fmt: skip
+    train(
+        *split_by_question(pairs, 0.25),
+        out,
+        TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+        log=lambda m: None,
+    )
     weights = out / "adapter_model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1
@@ -221,12 +267,18 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
     (tmp_path / "thesis" / "chapter1.txt").write_text("precious")
     pairs = toy_pairs(8)
     with pytest.raises(CragError, match="not a crag evaluator"):
-        train(*split_by_question(pairs, 0.25), tmp_path / "thesis", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
+        train(
+            *split_by_question(pairs, 0.25), tmp_path / "thesis", TrainConfig(base=str(tiny_bert)), log=lambda m: None
+        )
     assert (tmp_path / "thesis" / "chapter1.txt").read_text() == "precious"
     # an evaluator folder the user has put something of their own in is not crag's alone any more
     out = tmp_path / "ev"
-    train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
-          log=lambda m: None)  # fmt: skip
+    train(
+        *split_by_question(pairs, 0.25),
+        out,
+        TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+        log=lambda m: None,
+    )
     (out / "questions.jsonl").write_text("mine")
     with pytest.raises(TrainingError, match="holds 'questions.jsonl', which crag did not write"):
         check_output_folder(out)
@@ -256,17 +308,30 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
 
     monkeypatch.setattr(train_module.os, "replace", failing_replace)
     with pytest.raises(OSError, match="No space left"):
-        train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2,
-              seed=7), log=lambda m: None)  # fmt: skip
+        train(
+            *split_by_question(pairs, 0.25),
+            out,
+            TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2, seed=7),
+            log=lambda m: None,
+        )
     monkeypatch.undo()
     assert {f.name: f.read_bytes() for f in out.iterdir()} == before and len(calls) == 2  # tried, then restored
     with pytest.raises(TrainingError, match="both positives and negatives"):
-        train([p for p in pairs if p.label], pairs, tmp_path / "new", TrainConfig(base=str(tiny_bert)), log=lambda m: None)
+        train(
+            [p for p in pairs if p.label], pairs, tmp_path / "new", TrainConfig(base=str(tiny_bert)), log=lambda m: None
+        )
 
 
-CITIES = [("Lyon", "France", "Rhone"), ("Bonn", "Germany", "Rhine"), ("Turin", "Italy", "Po"),
-          ("Seville", "Spain", "Guadalquivir"), ("Porto", "Portugal", "Douro"), ("Ghent", "Belgium", "Scheldt"),
-          ("Utrecht", "Netherlands", "Vecht"), ("Basel", "Switzerland", "Birsig")]  # fmt: skip
+CITIES = [
+    ("Lyon", "France", "Rhone"),
+    ("Bonn", "Germany", "Rhine"),
+    ("Turin", "Italy", "Po"),
+    ("Seville", "Spain", "Guadalquivir"),
+    ("Porto", "Portugal", "Douro"),
+    ("Ghent", "Belgium", "Scheldt"),
+    ("Utrecht", "Netherlands", "Vecht"),
+    ("Basel", "Switzerland", "Birsig"),
+]
 
 
 def city_index(tmp_path: Path, filler: str = "") -> Path:
@@ -277,8 +342,9 @@ def city_index(tmp_path: Path, filler: str = "") -> Path:
     docs.mkdir()
     for i, (city, country, river) in enumerate(CITIES):
         twin = CITIES[(i + 1) % len(CITIES)][0]
-        (docs / f"{city}.txt").write_text(f"{city} is a city in {country}{filler}. The city lies on the river {river}. "
-                                          f"It is a twin town of {twin}.")  # fmt: skip
+        (docs / f"{city}.txt").write_text(
+            f"{city} is a city in {country}{filler}. The city lies on the river {river}. It is a twin town of {twin}."
+        )
     build_index(docs, tmp_path / "index")
     return tmp_path / "index"
 
@@ -286,19 +352,42 @@ def city_index(tmp_path: Path, filler: str = "") -> Path:
 def test_train_evaluator_command(tiny_bert, tmp_path):
     built_index = city_index(tmp_path)
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps({"question": f"Which river does the city of {c} lie on?", "answers": [r]})
-                            for c, _, r in CITIES) + "\n")  # fmt: skip
+    qs.write_text(
+        "\n".join(
+            json.dumps({"question": f"Which river does the city of {c} lie on?", "answers": [r]}) for c, _, r in CITIES
+        )
+        + "\n"
+    )
     out = tmp_path / "ev"
-    r = CliRunner().invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--out", str(out),
-                                 "--base", str(tiny_bert), "--epochs", "1", "--validation", "0.5", "-k", "4",
-                                 "--train-max-length", "48"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "train-evaluator",
+            str(qs),
+            "--index",
+            str(built_index),
+            "--out",
+            str(out),
+            "--base",
+            str(tiny_bert),
+            "--epochs",
+            "1",
+            "--validation",
+            "0.5",
+            "-k",
+            "4",
+            "--train-max-length",
+            "48",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert f"--evaluator minilm:{out}" in r.stdout
     card = json.loads((out / MANIFEST).read_text())
     assert card["settings"]["max_length"] == 48 and card["settings"]["epochs"] == 1
     assert card["data"]["train_questions"] == 4 and card["data"]["validation_questions"] == 4
-    r = CliRunner().invoke(app, ["evaluator-test", str(qs), "--index", str(built_index),
-                                                 "--evaluator", f"minilm:{out}", "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        app, ["evaluator-test", str(qs), "--index", str(built_index), "--evaluator", f"minilm:{out}", "--json"]
+    )
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     assert report["thresholds"]["upper"] == card["thresholds"]["upper"]
@@ -306,10 +395,12 @@ def test_train_evaluator_command(tiny_bert, tmp_path):
     assert report["in_sample"] == {"training": 4, "validation": 4}
     assert "IN-SAMPLE: 4 of these 8 questions trained this evaluator and 4 calibrated it" in r.stderr
     other = tmp_path / "other.jsonl"  # the same facts asked in other words: not seen
-    other.write_text("\n".join(json.dumps({"question": f"On which river is {c}?", "answers": [r]})
-                               for c, _, r in CITIES[:3]) + "\n")  # fmt: skip
-    r = CliRunner().invoke(app, ["evaluator-test", str(other), "--index", str(built_index),
-                                                 "--evaluator", f"minilm:{out}", "--json"])  # fmt: skip
+    other.write_text(
+        "\n".join(json.dumps({"question": f"On which river is {c}?", "answers": [r]}) for c, _, r in CITIES[:3]) + "\n"
+    )
+    r = CliRunner().invoke(
+        app, ["evaluator-test", str(other), "--index", str(built_index), "--evaluator", f"minilm:{out}", "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["in_sample"] == {"training": 0, "validation": 0}
     assert "IN-SAMPLE" not in r.stderr
@@ -338,14 +429,34 @@ def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_
 
     index = city_index(tmp_path, ", with old streets, markets and bridges")  # 20 words: long enough to be sampled
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps({"question": f"In which country is {c}?", "answers": [k]})
-                            for c, k, _ in CITIES) + "\n")  # fmt: skip
+    qs.write_text(
+        "\n".join(json.dumps({"question": f"In which country is {c}?", "answers": [k]}) for c, k, _ in CITIES) + "\n"
+    )
     gen = CityQuestions()
     monkeypatch.setattr(build, "generator", lambda settings: gen)
     saved, out = tmp_path / "synthetic.jsonl", tmp_path / "ev"
-    args = ["train-evaluator", str(qs), "--index", str(index), "--out", str(out), "--base", str(tiny_bert),
-            "--epochs", "1", "--validation", "0.5", "-k", "4", "--train-max-length", "48", "--model", str(tiny_gguf),
-            "--synthetic", "8"]  # fmt: skip
+    args = [
+        "train-evaluator",
+        str(qs),
+        "--index",
+        str(index),
+        "--out",
+        str(out),
+        "--base",
+        str(tiny_bert),
+        "--epochs",
+        "1",
+        "--validation",
+        "0.5",
+        "-k",
+        "4",
+        "--train-max-length",
+        "48",
+        "--model",
+        str(tiny_gguf),
+        "--synthetic",
+        "8",
+    ]
     r = CliRunner().invoke(app, args + ["--save-synthetic", str(saved)])
     assert r.exit_code == 0, r.output
     card = json.loads((out / MANIFEST).read_text())
@@ -396,8 +507,12 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
 def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert, tmp_path, monkeypatch):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
-    card = train(*split_by_question(pairs, 0.25), out, TrainConfig(base=str(tiny_bert), epochs=1, max_length=32,
-                                                                    lora_r=2), log=lambda m: None)  # fmt: skip
+    card = train(
+        *split_by_question(pairs, 0.25),
+        out,
+        TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+        log=lambda m: None,
+    )
     assert card["topic_guard"]["score"] == card["thresholds"]["lower"]
     ev = build_evaluator(f"minilm:{out}")
     inputs = [(p.question, p.passage) for p in pairs]
@@ -410,7 +525,9 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev.use_thresholds(upper=0.9, lower=0.25)  # the floor is the lower threshold in force
     guarded = ev.score(inputs)
     assert all(g >= 0.25 for g in guarded)
-    assert all(g == pytest.approx(p, abs=1e-5) if p >= 0.25 else g == 0.25 for g, p in zip(guarded, plain))  # raised to 0.25
+    assert all(
+        g == pytest.approx(p, abs=1e-5) if p >= 0.25 else g == 0.25 for g, p in zip(guarded, plain)
+    )  # raised to 0.25
     from crag_cli import build
     from crag_cli.settings import Settings
 
@@ -429,7 +546,6 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev.use_thresholds(upper=0.9, lower=0.25)
     ev.set_guard({"cosine": 1.01, "score": 0.25}, card["base"])  # no pair is on topic
     assert ev.score(inputs) == pytest.approx(plain, abs=1e-5)
-
 
 
 def test_topic_guard_report_says_off_when_the_thresholds_leave_no_ambiguous_band(tiny_bert):

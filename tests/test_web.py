@@ -8,8 +8,17 @@ from crag_cli.cli import app
 from crag_cli.evaluator import MiniLMEvaluator
 from crag_cli.generator import Generation
 from crag_cli.websearch import (
-    DdgsBackend, DiskCache, Fetcher, SearchError, SearxngBackend, WebSearch, accept_query, check_url,
-    content_words, rewrite_query, wikipedia_first,
+    DdgsBackend,
+    DiskCache,
+    Fetcher,
+    SearchError,
+    SearxngBackend,
+    WebSearch,
+    accept_query,
+    check_url,
+    content_words,
+    rewrite_query,
+    wikipedia_first,
 )
 from crag_cli.web import SearchResult
 from webserver import LocalWeb
@@ -47,14 +56,17 @@ def test_content_words_fallback():
     assert content_words("Who is it?") == "Who is it?"
 
 
-@pytest.mark.parametrize("raw, ok", [
-    ("Henry Feilden, occupation", "Henry Feilden, occupation"),
-    ("query: Henry Feilden, occupation\nmore", "Henry Feilden, occupation"),
-    ("politician", None),  # an answer, not a query
-    ("Henry Feilden was an English politician.", None),  # a sentence
-    ("", None),
-    ("Feilden, a, b, c", None),  # more than three keywords
-])
+@pytest.mark.parametrize(
+    "raw, ok",
+    [
+        ("Henry Feilden, occupation", "Henry Feilden, occupation"),
+        ("query: Henry Feilden, occupation\nmore", "Henry Feilden, occupation"),
+        ("politician", None),  # an answer, not a query
+        ("Henry Feilden was an English politician.", None),  # a sentence
+        ("", None),
+        ("Feilden, a, b, c", None),  # more than three keywords
+    ],
+)
 def test_accept_query(raw, ok):
     assert accept_query(raw, "What is Henry Feilden's occupation?") == ok
 
@@ -80,8 +92,18 @@ def test_url_guard():
 
 def test_fetcher_limits(web):
     fetcher = Fetcher(timeout=10.0, max_bytes=100_000, allow_private=False, trusted_hosts=("127.0.0.1",))
-    urls = [f"{web.url}{p}" for p in ("/wiki/Zorblat_Quintana", "/huge", "/report.pdf", "/missing",
-                                      "/redirect-private", "/redirect-loop", "/notes.txt")]
+    urls = [
+        f"{web.url}{p}"
+        for p in (
+            "/wiki/Zorblat_Quintana",
+            "/huge",
+            "/report.pdf",
+            "/missing",
+            "/redirect-private",
+            "/redirect-loop",
+            "/notes.txt",
+        )
+    ]
     pages = {p.url.removeprefix(web.url): p for p in fetcher.fetch_all(urls)}
     slow = Fetcher(timeout=1.0, trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/slow"])
     pages["/slow"] = slow[0]
@@ -90,7 +112,10 @@ def test_fetcher_limits(web):
     assert pages["/huge"].truncated and len(pages["/huge"].body) <= 100_000
     assert pages["/report.pdf"].error == "unsupported content type application/pdf"
     assert pages["/missing"].error == "HTTP 404"
-    assert "redirect to http://localhost" in pages["/redirect-private"].error and "non-public" in pages["/redirect-private"].error
+    assert (
+        "redirect to http://localhost" in pages["/redirect-private"].error
+        and "non-public" in pages["/redirect-private"].error
+    )
     assert "more than 3 redirects" in pages["/redirect-loop"].error
     assert pages["/notes.txt"].content_type == "text/plain"
     assert all(ua.startswith("crag-cli/") for path, ua in web.server.requests if path == "/wiki/Zorblat_Quintana")
@@ -100,7 +125,11 @@ def test_fetcher_limits(web):
 
 def test_searxng_backend(web):
     results = SearxngBackend(web.url, allow_private=False).search("zorblat", 3)  # its own host is trusted
-    assert [r.url for r in results] == [f"{web.url}/wiki/Zorblat_Quintana", f"{web.url}/blog/quintana", f"{web.url}/notes.txt"]
+    assert [r.url for r in results] == [
+        f"{web.url}/wiki/Zorblat_Quintana",
+        f"{web.url}/blog/quintana",
+        f"{web.url}/notes.txt",
+    ]
     assert results[0].snippet.startswith("snippet for")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -121,21 +150,36 @@ def test_ddgs_contract_real_parser_against_local_server(web):
 
 
 def test_wikipedia_first():
-    rs = [SearchResult("https://blog.example/x"), SearchResult("https://en.wikipedia.org/wiki/X"), SearchResult("https://a.org")]
-    assert [r.url for r in wikipedia_first(rs)] == ["https://en.wikipedia.org/wiki/X", "https://blog.example/x", "https://a.org"]
+    rs = [
+        SearchResult("https://blog.example/x"),
+        SearchResult("https://en.wikipedia.org/wiki/X"),
+        SearchResult("https://a.org"),
+    ]
+    assert [r.url for r in wikipedia_first(rs)] == [
+        "https://en.wikipedia.org/wiki/X",
+        "https://blog.example/x",
+        "https://a.org",
+    ]
 
 
 def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
     stage = WebSearch(
-        SearxngBackend(web.url), minilm, RecordingGenerator("Zorblat Quintana, occupation"),
-        Fetcher(timeout=2, allow_private=True), results=4, cache=DiskCache(tmp_path / "c", ttl=3600),
-        strips=3, filter_threshold=-1,
-    )  # fmt: skip
+        SearxngBackend(web.url),
+        minilm,
+        RecordingGenerator("Zorblat Quintana, occupation"),
+        Fetcher(timeout=2, allow_private=True),
+        results=4,
+        cache=DiskCache(tmp_path / "c", ttl=3600),
+        strips=3,
+        filter_threshold=-1,
+    )
     timings = {}
     ext = stage.run("What is Zorblat Quintana's occupation?", timings)
     assert ext.query == "Zorblat Quintana, occupation" and ext.rewritten
     status = {p["url"].removeprefix(web.url): p for p in ext.pages}
-    assert status["/wiki/Zorblat_Quintana"]["status"] == 200 and status["/report.pdf"]["error"].startswith("unsupported")
+    assert status["/wiki/Zorblat_Quintana"]["status"] == 200 and status["/report.pdf"]["error"].startswith(
+        "unsupported"
+    )
     assert any("sculptor" in s.text for s in ext.strips)
     assert all(s.source.startswith(web.url) for s in ext.strips)
     assert not any("Main menu" in s.text or "Privacy policy" in s.text for s in ext.strips)
@@ -149,8 +193,14 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
 
 def test_web_stage_falls_back_to_snippets(minilm):
     with LocalWeb(result_paths=("/report.pdf", "/empty")) as server:
-        stage = WebSearch(SearxngBackend(server.url), minilm, None, Fetcher(timeout=2, allow_private=True),
-                          rewrite=False, filter_threshold=-1)
+        stage = WebSearch(
+            SearxngBackend(server.url),
+            minilm,
+            None,
+            Fetcher(timeout=2, allow_private=True),
+            rewrite=False,
+            filter_threshold=-1,
+        )
         ext = stage.run("zorblat quintana", {})
     assert ext.query == "zorblat quintana" and not ext.rewritten
     assert ext.from_snippets and ext.strips and "snippets" in ext.error
@@ -161,15 +211,49 @@ def _ask(*args):
 
 
 def test_ask_incorrect_uses_the_web_and_shows_urls(web, built_index, tiny_gguf):
-    r = _ask("What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
-             "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--allow-private",
-             "--max-tokens", "4", "--no-cache")
+    r = _ask(
+        "What is Zorblat Quintana's occupation?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--upper",
+        "1",
+        "--lower",
+        "1",
+        "--web",
+        "searxng",
+        "--searxng-url",
+        web.url,
+        "--allow-private",
+        "--max-tokens",
+        "4",
+        "--no-cache",
+    )
     assert r.exit_code == 0, r.output
     assert "action: INCORRECT" in r.stderr
     assert f"source [1] {web.url}/" in r.stderr
-    r = _ask("What is Zorblat Quintana's occupation?", "--index", built_index, "--model", tiny_gguf,
-             "--upper", "1", "--lower", "1", "--web", "searxng", "--searxng-url", web.url, "--allow-private",
-             "--max-tokens", "4", "--no-cache", "--no-rewrite", "--json")
+    r = _ask(
+        "What is Zorblat Quintana's occupation?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--upper",
+        "1",
+        "--lower",
+        "1",
+        "--web",
+        "searxng",
+        "--searxng-url",
+        web.url,
+        "--allow-private",
+        "--max-tokens",
+        "4",
+        "--no-cache",
+        "--no-rewrite",
+        "--json",
+    )
     rec = json.loads(r.stdout)
     ext = rec["external_knowledge"]
     assert ext["backend"] == "searxng" and ext["query"] == "What is Zorblat Quintana's occupation?"
@@ -182,8 +266,24 @@ def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    r = _ask("capital of Germany?", "--index", built_index, "--model", tiny_gguf, "--upper", "1", "--lower", "-1",
-             "--web", "searxng", "--searxng-url", f"http://127.0.0.1:{dead}", "--max-tokens", "4", "--json")
+    r = _ask(
+        "capital of Germany?",
+        "--index",
+        built_index,
+        "--model",
+        tiny_gguf,
+        "--upper",
+        "1",
+        "--lower",
+        "-1",
+        "--web",
+        "searxng",
+        "--searxng-url",
+        f"http://127.0.0.1:{dead}",
+        "--max-tokens",
+        "4",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)
     assert rec["action"] == "ambiguous" and rec["internal_knowledge"]

@@ -56,8 +56,14 @@ class Handler(BaseHTTPRequestHandler):
             query = q.get("q", [""])[0]
             self.server.queries.append(query)
             paths = self.server.result_paths
-            results = [{"url": p if "://" in p else base + p, "title": p.rsplit("/", 1)[-1],
-                        "content": f"snippet for {p} about {query}"} for p in paths]  # fmt: skip
+            results = [
+                {
+                    "url": p if "://" in p else base + p,
+                    "title": p.rsplit("/", 1)[-1],
+                    "content": f"snippet for {p} about {query}",
+                }
+                for p in paths
+            ]
             return self._send(200, "application/json", json.dumps({"query": query, "results": results}).encode())
         if parts.path == "/slow":
             time.sleep(3)
@@ -66,7 +72,12 @@ class Handler(BaseHTTPRequestHandler):
             body = b"<html><body><p>" + b"word " * 2_000_000 + b"</p></body></html>"
             return self._send(200, "text/html", body)
         if parts.path == "/redirect-private":
-            return self._send(302, "text/html", b"", {"Location": f"http://localhost:{self.server.server_address[1]}/wiki/Zorblat_Quintana"})
+            return self._send(
+                302,
+                "text/html",
+                b"",
+                {"Location": f"http://localhost:{self.server.server_address[1]}/wiki/Zorblat_Quintana"},
+            )
         if parts.path == "/redirect-loop":
             return self._send(302, "text/html", b"", {"Location": "/redirect-loop"})
         if parts.path == "/missing":
