@@ -32,7 +32,7 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
     """The external-knowledge stage for ``settings.web`` (``None`` for ``none``)."""
     if settings.web == "none":
         return None
-    from .websearch import build_web_corrector
+    from .web.stage import build_web_corrector
 
     rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite else None
     return build_web_corrector(settings, evaluator, rewriter, th)

@@ -8,7 +8,8 @@ import pytest
 import popqa  # the benchmarks folder is on the path (conftest)
 from webstandin import start_in_thread
 
-from crag_cli.websearch import Fetcher, SearxngBackend, page_text  # noqa: E402
+from crag_cli.web.backends import SearxngBackend  # noqa: E402
+from crag_cli.web.fetch import Fetcher, page_text  # noqa: E402
 
 
 def test_standin_is_a_searxng_api_with_html_pages(tmp_path):

@@ -389,7 +389,7 @@ def test_cached_private_pages_are_not_served_without_allow_private(built_index, 
 
 
 def test_web_cache_deletes_expired_entries_and_stays_within_its_size(tmp_path):
-    from crag_cli.websearch import DiskCache
+    from crag_cli.web.cache import DiskCache
 
     cache = DiskCache(tmp_path / "c", ttl=0.2)
     cache.put("old", {"x": 1})

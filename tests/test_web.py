@@ -7,19 +7,11 @@ from typer.testing import CliRunner
 from crag_cli.cli import app
 from crag_cli.evaluator import MiniLMEvaluator
 from crag_cli.generator import Generation
-from crag_cli.websearch import (
-    DdgsBackend,
-    DiskCache,
-    Fetcher,
-    SearchError,
-    SearxngBackend,
-    WebSearch,
-    accept_query,
-    check_url,
-    content_words,
-    rewrite_query,
-    wikipedia_first,
-)
+from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
+from crag_cli.web.cache import DiskCache
+from crag_cli.web.fetch import Fetcher, check_url
+from crag_cli.web.rewrite import accept_query, content_words, rewrite_query
+from crag_cli.web.stage import WebSearch
 from crag_cli.web import SearchResult
 from webserver import LocalWeb
 

@@ -1,6 +1,6 @@
-"""External knowledge: rewrite the question, search the web, fetch, extract, refine.
+"""The web stage's types, as the pipeline sees them.
 
-This module holds the types the pipeline sees. ``WebCorrector.run(question)``
+The stage itself ``WebCorrector.run(question)``
 returns an :class:`ExternalKnowledge` and never raises for a network problem:
 failures are recorded in it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .refine import Strip
+from ..refine import Strip
 
 
 @dataclass(frozen=True)

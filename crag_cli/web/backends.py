@@ -1,0 +1,126 @@
+"""Search backends: ``searxng`` (a SearxNG instance's JSON API) and ``ddgs`` (DuckDuckGo through ddgs, engine pinned)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+from urllib.parse import urlsplit
+
+from .. import jsonl
+from ..errors import CragError
+from .fetch import USER_AGENT, check_url
+from .types import SearchResult
+
+DDGS_ENGINE = "duckduckgo"
+
+
+class SearchError(Exception):
+    """A search backend failed (network, HTTP status, rate limit, bad response)."""
+
+
+class SearxngBackend:
+    """A SearxNG instance's JSON API: ``GET {url}/search?q=...&format=json``."""
+
+    name = "searxng"
+
+    def __init__(self, url: str, timeout: float = 10.0, allow_private: bool = False) -> None:
+        if not url:
+            raise CragError("--web searxng needs --searxng-url URL")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.allow_private = allow_private
+
+    def search(self, query: str, k: int) -> list[SearchResult]:
+        import httpx
+
+        endpoint = f"{self.url}/search"
+        problem = check_url(endpoint, self.allow_private, trusted_hosts=(urlsplit(self.url).hostname or "",))
+        if problem:
+            raise SearchError(f"SearxNG URL {problem}")
+        try:
+            resp = httpx.get(
+                endpoint,
+                params={"q": query, "format": "json"},
+                timeout=self.timeout,
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            )
+        except httpx.TimeoutException:
+            raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise SearchError(f"SearxNG unreachable: {type(exc).__name__}: {exc}") from None
+        if resp.status_code == 429:
+            raise SearchError("SearxNG rate limit (HTTP 429)")
+        if resp.status_code != 200:
+            raise SearchError(
+                f"SearxNG answered HTTP {resp.status_code}"
+                + (" (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else "")
+            )
+        try:
+            data = jsonl.parse(resp.content, first=True)  # a hostile answer: deep nesting, huge numbers, surrogates
+            rows = data["results"]
+        except (ValueError, KeyError, TypeError):
+            raise SearchError("SearxNG answer is not its JSON results format") from None
+        out = []
+        for row in rows:
+            if isinstance(row, dict) and isinstance(row.get("url"), str):
+                out.append(SearchResult(row["url"], str(row.get("title") or ""), str(row.get("content") or "")))
+        return out[:k]
+
+
+class DdgsBackend:
+    """DuckDuckGo through the ddgs package, with its engine pinned (ddgs silently falls back on unknown names).
+
+    Parameters
+    ----------
+    engine : str
+        A ddgs text engine name (default ``duckduckgo``).
+    endpoint : str, optional
+        Replace the engine's search URL (a mirror or a test server).
+    timeout : float
+    """
+
+    name = "ddgs"
+
+    def __init__(self, engine: str = DDGS_ENGINE, endpoint: str | None = None, timeout: float = 10.0) -> None:
+        from ddgs.engines import ENGINES
+
+        available = ENGINES.get("text", {})
+        if engine not in available:
+            raise CragError(f"unknown ddgs engine {engine!r}: choose from {', '.join(sorted(available))}")
+        self.engine_class = available[engine]
+        self.engine = engine
+        self.endpoint = endpoint
+        self.timeout = timeout
+
+    def search(self, query: str, k: int) -> list[SearchResult]:
+        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+
+        engine = self.engine_class(timeout=int(max(1, self.timeout)))
+        if self.endpoint:
+            engine.search_url = self.endpoint
+        try:
+            rows = engine.search(query)
+        except RatelimitException as exc:
+            raise SearchError(f"DuckDuckGo rate limit: {exc}") from None
+        except TimeoutException:
+            raise SearchError(f"DuckDuckGo timed out after {self.timeout:g} s") from None
+        except DDGSException as exc:
+            raise SearchError(f"DuckDuckGo unreachable: {exc}") from None
+        if rows is None:
+            raise SearchError("DuckDuckGo refused the request (HTTP error status; it answers so when rate-limiting)")
+        rows = engine.post_extract_results(rows) if hasattr(engine, "post_extract_results") else rows
+        if not rows:
+            raise SearchError("No results found. (DuckDuckGo also says this when it rate-limits: try again later)")
+        return [SearchResult(r.href, r.title or "", r.body or "") for r in rows if r.href][:k]
+
+
+def wikipedia_first(results: Sequence[SearchResult]) -> list[SearchResult]:
+    """Stable reordering: results on a ``*.wikipedia.org`` host first."""
+
+    def is_wiki(r: SearchResult) -> bool:
+        try:
+            host = urlsplit(r.url).hostname or ""
+        except ValueError:  # a malformed URL: its fetch reports it
+            return False
+        return host == "wikipedia.org" or host.endswith(".wikipedia.org")
+
+    return sorted(results, key=lambda r: not is_wiki(r))

@@ -1,0 +1,191 @@
+"""The web stage: rewrite -> search -> fetch -> extract -> refine, every failure recorded, never raised."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import CragError
+from ..evaluator import Evaluator
+from ..generator import Generator
+from ..refine import KnowledgeSource, refine
+from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
+from .cache import DiskCache
+from .fetch import Fetcher, Page, check_url, page_text
+from .rewrite import rewrite_query
+from .types import ExternalKnowledge, SearchResult
+
+
+class WebSearch:
+    """Rewrite -> search -> fetch -> extract -> refine, recording every failure instead of raising.
+
+    Parameters
+    ----------
+    backend : SearchBackend
+    evaluator : Evaluator
+        Scores the web strips (the same refinement as internal knowledge).
+    generator : Generator, optional
+        Rewrites the question; ``None`` or ``rewrite=False`` searches without it.
+    fetcher : Fetcher
+    results : int
+        Result pages to fetch.
+    """
+
+    def __init__(
+        self,
+        backend,
+        evaluator: Evaluator,
+        generator: Generator | None,
+        fetcher: Fetcher,
+        results: int = 5,
+        rewrite: bool = True,
+        wiki_first: bool = False,
+        cache: DiskCache | None = None,
+        strip_mode: str = "excerption",
+        strips: int = 5,
+        filter_threshold: float = -0.5,
+        ranking: str = "evaluator",
+        strips_scored: int | None = None,
+    ) -> None:
+        self.backend = backend
+        self.evaluator = evaluator
+        self.generator = generator
+        self.fetcher = fetcher
+        self.results = results
+        self.rewrite = rewrite
+        self.wiki_first = wiki_first
+        self.cache = cache
+        self.strip_mode = strip_mode
+        self.strips = strips
+        self.filter_threshold = filter_threshold
+        self.ranking = ranking
+        self.strips_scored = strips_scored
+
+    def _search(self, query: str) -> list[SearchResult]:
+        key = f"search:{self.backend.name}:{getattr(self.backend, 'url', '')}:{self.results}:{query}"
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return [SearchResult(**r) for r in hit]
+        found = self.backend.search(query, self.results)
+        if self.cache is not None and found:
+            self.cache.put(key, [r.__dict__ for r in found])
+        return found
+
+    def _page_key(self, url: str) -> str:
+        """Pages fetched while private addresses were allowed are only ever served under the same policy
+        (and pages cut at one size limit are not served to a run with another)."""
+        policy = "private-allowed" if self.fetcher.allow_private else "public-only"
+        return f"page:{policy}:{self.fetcher.max_bytes}:{url}"
+
+    def _fetch(self, urls: list[str]) -> list[Page]:
+        """Fetch (or take from the cache) each URL; the address check comes first, cached or not."""
+        pages: dict[str, Page] = {}
+        allowed = []
+        for url in urls:
+            problem = check_url(url, self.fetcher.allow_private, self.fetcher.trusted_hosts)
+            if problem:
+                pages[url] = Page(url, error=problem)
+            else:
+                allowed.append(url)
+        if self.cache is not None:
+            for url in allowed:
+                hit = self.cache.get(self._page_key(url))
+                if hit is not None:
+                    pages[url] = Page(**hit, cached=True)
+        missing = [u for u in allowed if u not in pages]
+        for page in self.fetcher.fetch_all(missing):
+            pages[page.url] = page
+            if self.cache is not None and page.error is None:
+                self.cache.put(self._page_key(page.url), {k: v for k, v in page.__dict__.items() if k != "cached"})
+        return [pages[u] for u in urls]
+
+    def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
+        ext = ExternalKnowledge(backend=self.backend.name)
+        start = time.perf_counter()
+        notes: list[str] = []
+        if self.rewrite:
+            query, ext.rewritten, note = rewrite_query(question, self.generator)
+            if note:
+                notes.append(note)
+        else:
+            query = question
+        timings["rewrite"] = time.perf_counter() - start
+        ext.query = query
+        t0 = time.perf_counter()
+        try:
+            results = self._search(query)
+        except SearchError as exc:
+            ext.error = "; ".join(notes + [f"search failed: {exc}"])
+            timings["search"] = time.perf_counter() - t0
+            return ext
+        if self.wiki_first:
+            results = wikipedia_first(results)
+        ext.results = results
+        pages = self._fetch([r.url for r in results])
+        sources = []
+        for page in pages:
+            record = page.record()
+            if page.error is None:
+                try:
+                    title, text = page_text(page)
+                except Exception as exc:  # an unparsable page is that page's error
+                    title, text = "", ""
+                    record["error"] = f"unparsable page: {type(exc).__name__}"
+                if text.strip():
+                    sources.append(KnowledgeSource(page.url, title, text))
+                elif record["error"] is None:
+                    record["error"] = "no main text"
+            ext.pages.append(record)
+        if not sources:
+            sources = [KnowledgeSource(r.url, r.title, r.snippet) for r in results if r.snippet.strip()]
+            ext.from_snippets = bool(sources)
+            if results:
+                notes.append("no page yielded text: using the search snippets")
+        if not results:
+            notes.append("the search returned no results")
+        timings["search"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ext.strips = refine(
+            question,
+            sources,
+            self.evaluator,
+            self.strip_mode,
+            self.strips,
+            self.filter_threshold,
+            self.ranking,
+            self.strips_scored,
+            lexical_rank=True,
+        )
+        timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
+        ext.error = "; ".join(notes) or None
+        return ext
+
+
+def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
+    """The web stage for ``settings.web`` (``ddgs`` or ``searxng``)."""
+    from ..generator import cache_dir
+
+    if settings.web == "searxng":
+        backend = SearxngBackend(settings.searxng_url or "", settings.fetch_timeout, settings.allow_private)
+    elif settings.web == "ddgs":
+        backend = DdgsBackend(timeout=settings.fetch_timeout)
+    else:
+        raise CragError(f"unknown web backend {settings.web!r}")
+    cache = None
+    if settings.cache:
+        cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
+    return WebSearch(
+        backend,
+        evaluator,
+        generator,
+        Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
+        results=settings.web_results,
+        rewrite=settings.rewrite,
+        wiki_first=settings.wiki_first,
+        cache=cache,
+        strip_mode=settings.strip_mode,
+        strips=settings.strips,
+        filter_threshold=thresholds.filter,
+        ranking=settings.ranking,
+        strips_scored=settings.strips_scored,
+    )
