@@ -1,0 +1,71 @@
+"""The local BM25 index: build (atomically, with a manifest), load, search.
+
+The scoring is Okapi BM25 as in rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75,
+term frequency saturated as ``tf·(k1+1) / (tf + k1·(1-b+b·|d|/avgdl))``,
+idf ``log((N-df+0.5)/(df+0.5))``), with bm25s's tokenizer and weights (see
+:mod:`crag_cli.bm25`). The one difference: a term in more than half of the
+passages gets idf 0 here, where rank-bm25 gives it ``0.25 × mean idf``.
+
+On disk an index is a directory::
+
+    manifest.json       format version, tokenizer settings, counts, source files
+                        (each with its size, modification time, sha256 and passages)
+    passages.jsonl      one Passage per line, in index order (the files' order)
+    passages.offsets.npy  where each line starts (int64 byte offsets, one more than passages)
+    bm25/               the term matrix: vocabulary, term counts and BM25 weights
+
+A loaded index keeps neither the passages nor the term matrix in memory: the
+matrix is memory-mapped and a passage is read from ``passages.jsonl`` when a
+search returns it, so a process's memory does not grow with the collection.
+
+A rebuild is incremental: the passages and term counts of files whose size and
+sha256 are unchanged are taken from the old index, only new and changed files
+are read and tokenized, and the BM25 weights are recomputed; the result is the
+index a full build would write (``--force`` does a full build).
+
+Modules: ``format`` (the files and the manifest, the tokenizer, the retriever's
+types), ``build`` (building and recovering), ``store`` (the passages),
+``search`` (:class:`BM25Index`).
+"""
+
+from .build import BuildReport, build_index, check_index_target
+from .format import (
+    INDEX_ENTRIES,
+    MANIFEST,
+    PASSAGE_OFFSETS,
+    PASSAGES,
+    Hit,
+    IndexUnusableError,
+    NoIndex,
+    Retriever,
+    TokenizerSettings,
+    corrupt,
+    is_crag_index,
+    read_manifest,
+    recover_index,
+)
+from .search import BM25Index, top_k
+from .store import PassageStore, write_passages
+
+__all__ = [
+    "BM25Index",
+    "BuildReport",
+    "Hit",
+    "INDEX_ENTRIES",
+    "IndexUnusableError",
+    "MANIFEST",
+    "NoIndex",
+    "PASSAGES",
+    "PASSAGE_OFFSETS",
+    "PassageStore",
+    "Retriever",
+    "TokenizerSettings",
+    "build_index",
+    "check_index_target",
+    "corrupt",
+    "is_crag_index",
+    "read_manifest",
+    "recover_index",
+    "top_k",
+    "write_passages",
+]

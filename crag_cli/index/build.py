@@ -1,0 +1,405 @@
+"""Building an index: atomically, incrementally (unchanged files reused), safely (never over a folder crag did not write)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .. import files
+from ..bm25 import BM25Params, TermMatrix, count_terms
+from ..corpus import READERS_VERSION, SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
+
+if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
+    pass
+
+
+from .format import (
+    BM25_DIR,
+    FORMAT_VERSION,
+    INDEX_ENTRIES,
+    MANIFEST,
+    PASSAGE_OFFSETS,
+    PASSAGES,
+    IndexUnusableError,
+    TokenizerSettings,
+    is_crag_index,
+    read_manifest,
+    recover_index,
+)
+from .store import PassageStore, _index_text, write_passages
+
+
+@dataclass
+class BuildReport:
+    status: str  # "built" or "unchanged"
+    passages: int
+    documents: int
+    files: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders left out
+    indexes: list[str] = field(default_factory=list)  # index folders inside the documents, left out
+    cleaned: int = 0  # temporaries of killed runs removed
+    read: int = 0  # files read and tokenized
+    reused: int = 0  # files whose passages and term counts came from the old index
+
+
+def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
+    """The settings an index was built with: an index with other settings is rebuilt."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "readers": READERS_VERSION,
+        "passage_words": passage_words,
+        "tokenizer": asdict(tok),
+        "bm25": asdict(params),
+    }
+
+
+def _content(sources: list[dict]) -> list[tuple]:
+    """What identifies the indexed files: path, size and sha256 of each, in order."""
+    return [(s.get("path"), s.get("size"), s.get("sha256")) for s in sources if isinstance(s, dict)]
+
+
+def check_index_target(docs: Path, index_dir: Path) -> None:
+    """Refuse an index location that would replace or delete anything crag did not write.
+
+    Raises
+    ------
+    IndexUnusableError
+        When ``index_dir`` is an existing file, an existing folder that is neither
+        empty nor a crag index, the documents folder itself or one of its parents.
+    """
+    docs, index_dir = Path(docs), Path(index_dir)
+    try:
+        real_docs, real_index = docs.resolve(strict=False), index_dir.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symbolic link loop
+        raise IndexUnusableError(f"cannot resolve {index_dir} or {docs}: {exc}") from None
+    if real_index == real_docs or real_index in real_docs.parents:
+        raise IndexUnusableError(
+            f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
+        )
+    cwd = Path.cwd().resolve()
+    if real_index == cwd or real_index in cwd.parents:
+        raise IndexUnusableError(
+            f"--index {index_dir} is the current folder or one of its parents: a rebuild replaces the index "
+            "folder, so give one below it (such as --index .crag-index)"
+        )
+    if index_dir.is_symlink():
+        raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise IndexUnusableError(f"--index {index_dir} is a file, not an index folder: crag leaves it alone")
+    files.check_name_length(index_dir)
+    if index_dir.is_dir() and not is_crag_index(index_dir):
+        try:
+            names = sorted(entry.name for entry in index_dir.iterdir())
+        except OSError as exc:
+            raise IndexUnusableError(f"cannot read --index {index_dir}: {exc.strerror or exc}") from None
+        foreign = [n for n in names if n not in INDEX_ENTRIES] or names
+        if names:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise IndexUnusableError(
+                f"--index {index_dir} is a folder that is not a crag index (it holds {shown}): "
+                "crag replaces only its own index folders; choose a new or empty folder"
+            )
+
+
+@dataclass
+class _OldIndex:
+    """An existing index whose passages and term counts a rebuild can take over."""
+
+    manifest: dict
+    sources: dict[str, dict]  # by path: size, sha256, passages [start, end), ...
+    passages: "PassageStore"
+    terms: TermMatrix
+
+
+def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings) -> _OldIndex | None:
+    """The old index at ``index_dir`` if its passages can be reused (same format, passage size and tokenizer)."""
+    import numpy as np
+
+    if not is_crag_index(index_dir):
+        return None
+    try:
+        manifest = read_manifest(index_dir)
+        if (
+            manifest.get("passage_words") != passage_words
+            or manifest.get("tokenizer") != asdict(tokenizer)
+            or manifest.get("readers") != READERS_VERSION
+        ):
+            return None
+        sources = {s["path"]: s for s in manifest["sources"]}
+        terms = TermMatrix.load(index_dir / BM25_DIR)
+        passages = PassageStore(index_dir / PASSAGES, np.load(index_dir / PASSAGE_OFFSETS, mmap_mode="r"))
+    except Exception:  # unreadable in any way: a full build replaces it
+        return None
+    n = manifest["passage_count"]
+    ranges_ok = all(
+        isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n for s in sources.values()
+    )
+    if terms.n != n or len(passages) != n or not ranges_ok:
+        passages.close()
+        return None
+    return _OldIndex(manifest, sources, passages, terms)
+
+
+def _source_entry(path: Path, rel: str, previous: dict | None) -> dict:
+    """``path``, ``size``, ``mtime_ns`` and ``sha256`` of a listed file.
+
+    The sha256 is taken from ``previous`` (the old manifest's entry) when size and
+    modification time are the same, as git and rsync do; otherwise the file is
+    read and hashed. An unreadable file gets size -1.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"path": rel, "size": -1, "mtime_ns": 0, "sha256": ""}
+    if previous and previous.get("size") == st.st_size and previous.get("mtime_ns") == st.st_mtime_ns:
+        return {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": previous.get("sha256", "")}
+    size, sha256 = files.digest(path) or (-1, "")
+    return {"path": rel, "size": size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+
+
+def build_index(
+    docs: Path,
+    index_dir: Path,
+    passage_words: int = 100,
+    tokenizer: TokenizerSettings = TokenizerSettings(),
+    params: BM25Params = BM25Params(),
+    force: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+    include_hidden: bool = False,
+) -> BuildReport:
+    """Read ``docs``, split into passages, and write a BM25 index to ``index_dir``.
+
+    ``index_dir`` must be new, an empty folder or a crag index (see
+    :func:`check_index_target`); it is never the documents folder or one of its
+    parents. The index is written to a temporary folder beside it and renamed
+    into place, so a crash never leaves a half-written index; temporaries of
+    killed runs are removed. Hidden files and folders and index folders inside
+    ``docs`` are left out (hidden ones are read with ``include_hidden``).
+
+    When the existing index lists the same files with the same sizes and sha256
+    and the same settings, nothing is parsed or rebuilt and the report's status
+    is ``"unchanged"``. Otherwise the passages and term counts of the files that
+    are unchanged are taken from the existing index (when it has the same
+    passage size and tokenizer), only the others are read and tokenized, and
+    the BM25 weights are recomputed; ``force`` reads every file again. A file
+    whose size and modification time are those in the manifest is not hashed
+    again.
+
+    Raises
+    ------
+    IndexUnusableError
+        When ``docs`` does not exist or yields no passage, or ``index_dir`` may not be written.
+    """
+    start = time.perf_counter()
+    shown = Path(index_dir)
+    docs, index_dir = Path(docs), Path(os.path.abspath(index_dir))  # "." cannot be renamed onto; its full name can
+    if not docs.exists():
+        raise IndexUnusableError(f"no such folder: {docs}")
+    check_index_target(docs, shown)
+    try:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)  # the lock file lives beside the index
+    except OSError as exc:
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
+    with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
+        recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
+        return _build_locked(
+            docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
+        )
+
+
+def _build_locked(
+    docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
+) -> BuildReport:
+    from ..version import __version__
+
+    cleaned = files.clean_stale(index_dir)
+    listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
+    old = None if force else _reusable(index_dir, passage_words, tokenizer)
+    try:
+        previous = old.sources if old is not None else {}  # (--force, other settings: every file hashed)
+        sources = [_source_entry(p, listing.rel(p), previous.get(listing.rel(p))) for p in listing.paths]
+        settings = _fingerprint(passage_words, tokenizer, params)
+        left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
+        if (
+            not force
+            and old is not None
+            and _content(old.manifest["sources"]) == _content(sources)
+            and all(old.manifest.get(k) == v for k, v in settings.items())
+        ):
+            m = old.manifest
+            skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in m.get("skipped", []) if isinstance(s, dict)]
+            return BuildReport(
+                "unchanged",
+                m.get("passage_count", 0),
+                m.get("document_count", 0),
+                len(listing.paths),
+                skipped,
+                time.perf_counter() - start,
+                **left_out,
+                reused=len(listing.paths),
+            )
+        return _write_index(
+            docs,
+            index_dir,
+            shown,
+            listing,
+            sources,
+            settings,
+            old,
+            tokenizer,
+            params,
+            passage_words,
+            progress,
+            start,
+            left_out,
+            __version__,
+        )
+    finally:
+        if old is not None:
+            old.passages.close()
+
+
+def _write_index(
+    docs,
+    index_dir,
+    shown,
+    listing,
+    sources,
+    settings,
+    old,
+    tokenizer,
+    params,
+    passage_words,
+    progress,
+    start,
+    left_out,
+    version,
+) -> BuildReport:
+    """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
+    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
+    read = reused = documents = 0
+    for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
+        prev = old.sources.get(src["path"]) if old is not None else None
+        if (
+            prev is not None
+            and src["size"] >= 0
+            and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"])
+        ):
+            pieces.append(range(*prev["passages"]))
+            src_docs = int(prev.get("documents", 0))
+            src_skipped = [tuple(x) for x in prev.get("skipped", [])]
+            reused += 1
+        else:
+
+            def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
+                if progress is not None:
+                    progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
+
+            found, src_skipped, _ = read_file(path, src["path"], on_page)
+            pieces.append([p for d in found for p in split_passages(d, passage_words)])
+            src_docs = len(found)
+            read += 1
+        src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
+        documents += src_docs
+        skipped.extend(src_skipped)
+        if progress is not None:
+            progress(src["path"], done, len(listing.paths))
+    total = sum(len(p) for p in pieces)
+    if not total:
+        raise IndexUnusableError(
+            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
+        )
+
+    # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
+    vocab = list(old.terms.vocab) if old is not None else []
+    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
+    ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
+    term_id = {t: i for i, t in enumerate(vocab)}
+    local = np.empty(len(local_vocab), dtype=np.int32)
+    for token, i in local_vocab.items():
+        local[i] = term_id.setdefault(token, len(term_id))
+    vocab.extend(list(term_id)[len(vocab) :])
+    new_counts = count_terms(ids, len(local_vocab))
+    del ids
+    new_counts = sp.csr_matrix(
+        (new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab))
+    )
+    old_counts = None
+    if old is not None:
+        c = old.terms.counts()
+        old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
+    blocks, at = [], 0
+    for piece in pieces:
+        if isinstance(piece, range):
+            blocks.append(old_counts[piece.start : piece.stop])
+        else:
+            blocks.append(new_counts[at : at + len(piece)])
+            at += len(piece)
+    counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
+    live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
+    if len(live) < len(vocab):
+        counts, vocab = counts[:, live], [vocab[i] for i in live]
+    terms = TermMatrix.from_counts(counts, vocab, params)
+    del counts, blocks, new_counts, old_counts
+
+    try:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = files.temp_dir(index_dir)
+    except OSError as exc:
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
+    old_dir = None
+    try:
+        terms.save(tmp / BM25_DIR)
+        at = 0
+        for src, piece in zip(sources, pieces):
+            src["passages"] = [at, at + len(piece)]
+            at += len(piece)
+        write_passages(pieces, tmp / PASSAGES, tmp / PASSAGE_OFFSETS, old.passages if old is not None else None)
+        manifest = {
+            **settings,
+            "sources": sources,
+            "passage_count": total,
+            "document_count": documents,
+            "skipped": [{"path": p, "reason": r} for p, r in skipped],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_by": f"crag-cli {version}",
+            "docs": str(docs.resolve()),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        if index_dir.is_dir():  # the user's empty folder, or the old index: the new one keeps its permissions
+            os.chmod(tmp, index_dir.stat().st_mode & 0o777)
+        if is_crag_index(index_dir):  # ours: set aside, replaced, then deleted
+            old_dir = index_dir.parent / (files.temp_prefix(index_dir) + "old")
+            os.replace(index_dir, old_dir)
+        os.replace(tmp, index_dir)  # onto a new name or an empty folder; never onto anything else
+    except OSError as exc:
+        files.remove(tmp)
+        if old_dir is not None and not index_dir.exists():
+            os.replace(old_dir, index_dir)
+        raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
+    except BaseException:
+        files.remove(tmp)
+        raise
+    if old_dir is not None:
+        files.remove(old_dir)
+    return BuildReport(
+        "built",
+        total,
+        documents,
+        len(listing.paths),
+        skipped,
+        time.perf_counter() - start,
+        **left_out,
+        read=read,
+        reused=reused,
+    )

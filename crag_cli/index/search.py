@@ -1,0 +1,143 @@
+"""Searching an index: BM25 scores of the query's terms over the memory-mapped term matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from ..bm25 import TermMatrix
+from ..corpus import Passage
+
+if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
+    pass
+
+
+from .format import BM25_DIR, PASSAGE_OFFSETS, PASSAGES, Hit, TokenizerSettings, corrupt, read_manifest
+from .store import PassageStore
+
+
+def top_k(scores, k: int) -> list[int]:
+    """Indices of the ``k`` highest ``scores``, highest first, ties in index order.
+
+    The same as ``np.argsort(-scores, kind="stable")[:k]`` without sorting every
+    score: the k-th highest is found by partition (linear time), and only the
+    scores at or above it are sorted.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        One score per passage.
+    k : int
+
+    Returns
+    -------
+    list of int
+    """
+    import numpy as np
+
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return []
+    if k == n:
+        return [int(i) for i in np.argsort(-scores, kind="stable")]
+    kth = np.partition(scores, n - k)[n - k]  # the k-th highest score
+    candidates = np.flatnonzero(scores >= kth)  # in index order; ties at kth beyond k are cut below
+    order = np.argsort(-scores[candidates], kind="stable")[:k]
+    return [int(i) for i in candidates[order]]
+
+
+class BM25Index:
+    """A loaded index: passages (read on demand) plus the memory-mapped term matrix."""
+
+    def __init__(self, path: Path, manifest: dict, passages: Sequence[Passage], terms: TermMatrix) -> None:
+        self.path = Path(path)
+        self.manifest = manifest
+        self.passages = passages
+        self.terms = terms
+        self.term_id = {t: i for i, t in enumerate(terms.vocab)}
+        self.tokenizer = TokenizerSettings(**manifest["tokenizer"])
+
+    @classmethod
+    def load(cls, path: Path) -> "BM25Index":
+        """Load an index written by :func:`build_index`; a clear :class:`IndexUnusableError` if it is not usable.
+
+        The term matrix and the passage offsets are memory-mapped, the passages
+        read when asked for: loading takes about the same time at any size.
+        """
+        import numpy as np
+
+        path = Path(path)
+        manifest = read_manifest(path)
+        passages = None
+        try:
+            passages = PassageStore(path / PASSAGES, np.load(path / PASSAGE_OFFSETS, mmap_mode="r"))
+            terms = TermMatrix.load(path / BM25_DIR)
+        except Exception as exc:
+            if passages is not None:
+                passages.close()
+            raise corrupt(path, exc) from None
+        if len(passages) != manifest.get("passage_count") or terms.n != len(passages):
+            passages.close()
+            raise corrupt(path, "passage count does not match the manifest")
+        return cls(path, manifest, passages, terms)
+
+    def matched(self, query: str):
+        """The passages that hold a query term, ascending, and their BM25 scores for ``query``.
+
+        Only the term matrix's columns of the query's terms are read (a term
+        asked twice counts twice, as in rank-bm25) and added per passage in
+        float32, term after term (as bm25s adds them): the work grows with how
+        many passages hold the terms, not with the size of the collection.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            Passage indices (int64, ascending) and their scores (float32).
+        """
+        import numpy as np
+
+        ids = [self.term_id[t] for t in self.tokenizer.tokenize([query])[0] if t in self.term_id]
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        indptr, indices, data = self.terms.indptr, self.terms.indices, self.terms.weights
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
+        held = sum(b - a for a, b in spans)
+        if held > len(self.passages) // 4:  # many: one dense array beats sorting them
+            dense = np.zeros(len(self.passages), dtype=np.float32)
+            for a, b in spans:  # a passage holds a term once: no index repeats within one +=
+                dense[indices[a:b]] += data[a:b]
+            hit = np.flatnonzero(dense)  # (a score that sums to exactly 0 is dropped by search anyway)
+            return hit, dense[hit]
+        hit = np.unique(np.concatenate([indices[a:b] for a, b in spans])).astype(np.int64)
+        val = np.zeros(len(hit), dtype=np.float32)
+        for a, b in spans:
+            val[np.searchsorted(hit, indices[a:b])] += data[a:b]
+        return hit, val
+
+    def scores(self, query: str):
+        """BM25 score of every passage for ``query`` (a NumPy float32 array in index order)."""
+        import numpy as np
+
+        dense = np.zeros(len(self.passages), dtype=np.float32)
+        idx, val = self.matched(query)
+        dense[idx] = val
+        return dense
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The ``k`` best passages with a positive score, best first (ties keep index order).
+
+        Raises
+        ------
+        IndexUnusableError
+            When the index's files were damaged after it was built (a term matrix
+            that points outside the passages, an unreadable passage line).
+        """
+        try:
+            idx, val = self.matched(query)
+            positive = val > 0
+            idx, val = idx[positive], val[positive]
+            best = top_k(val, k) if len(val) else []
+            return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]
+        except (IndexError, ValueError, TypeError, OverflowError) as exc:
+            raise corrupt(self.path, exc) from None
