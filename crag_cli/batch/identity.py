@@ -1,0 +1,109 @@
+"""What produced a batch's records (the run identity): crag's version, the mode, the settings that change answers, the thresholds in force, and the model, evaluator and index by content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import files
+from ..version import __version__
+from ..prompts import PROMPT_VERSION
+
+
+RESOLVED_GROUPS = ("index", "thresholds")
+
+
+def _hash_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def index_fingerprint(manifest: dict) -> str:
+    """sha256 of what an index retrieves from: its sources' contents and its passage and scoring settings.
+
+    When, where and by which version it was built, its on-disk format and its
+    files' modification times are left out: an index rebuilt from the same
+    files (after ``touch``, a copy, or a format upgrade that scores the same)
+    resumes the same batch.
+    """
+    kept = {k: v for k, v in manifest.items() if k not in ("created", "created_by", "docs", "format_version")}
+    kept["sources"] = [{k: v for k, v in src.items() if k != "mtime_ns"} for src in manifest.get("sources", [])]
+    return _hash_json(kept)
+
+
+def model_fingerprint(model: str) -> str:
+    """sha256 of the generator's GGUF file (embedded models: their pinned sha256, checked before every load)."""
+    from ..generator import resolve_model
+    from ..models import embedded
+
+    known = embedded(model)
+    if known is not None and known.split:
+        return known.sha256
+    return _file_sha256(resolve_model(model))
+
+
+def evaluator_fingerprint(spec: str) -> str:
+    """The evaluator's name, plus the names and sha256 of its checkpoint's files.
+
+    By content, not by modification time, so that reinstalling crag (which
+    rewrites the embedded evaluator's files) does not stop a batch from resuming.
+    """
+    from ..evaluator import parse_spec
+
+    kind, path = parse_spec(spec)
+    if path is None:
+        return spec
+    entries = []
+    if path.is_dir():
+        for f in sorted(path.rglob("*")):
+            if f.is_file():
+                entries.append((f.relative_to(path).as_posix(), _file_sha256(f)))
+    return f"{spec} {_hash_json(entries)[:16]}"
+
+
+def _file_sha256(path: Path) -> str:
+    return (files.cached_digest(path) or (0, ""))[1]
+
+
+# Setting groups (see settings.GROUPS) whose values a mode's records do not depend on.
+UNUSED_GROUPS = {
+    "crag": (),
+    "rag+web": (),
+    "rag": ("evaluator", "thresholds", "refine", "web"),
+    "no-retrieval": ("retrieval", "evaluator", "thresholds", "refine", "web"),
+}
+
+
+def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
+    """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
+    from ..settings import answer_settings, group
+
+    unused = UNUSED_GROUPS[mode]
+    identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
+    identity.update(
+        {
+            name: getattr(settings, name)
+            for name in answer_settings()
+            if group(name) not in unused and group(name) not in RESOLVED_GROUPS
+        }
+    )
+    identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
+    if "thresholds" not in unused:
+        identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
+    else:
+        identity["thresholds"] = None
+    identity["model_sha256"] = model_fingerprint(settings.model)
+    identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator) if "evaluator" not in unused else None
+    identity["index_sha256"] = index_fingerprint(index_manifest) if "retrieval" not in unused else None
+    return identity
+
+
+def identity_mismatch(old: dict, new: dict) -> str | None:
+    """The first setting that differs between two runs, as ``name (then X, now Y)``, or ``None``."""
+    for key in new:
+        if key == "crag_version":
+            continue
+        if old.get(key) != new[key]:
+            return f"{key} (the records were made with {old.get(key)!r}, this run has {new[key]!r})"
+    return None

@@ -1,0 +1,120 @@
+"""The batch loop: records in input order, kept or answered, to the output or stdout, counted in a :class:`Summary`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ..records import QuestionLine
+
+from .executors import Answerer
+from .output import BatchOutput
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Summary:
+    """Counts over a batch's records: each record counted once, under its action or as an error."""
+
+    total: int = 0
+    actions: Counter = field(default_factory=Counter)
+    errors: int = 0
+    graded: int = 0
+    correct: int = 0
+    ungrounded: int = 0
+    seconds: float = 0.0
+    answered_now: int = 0
+    lines: int = 0  # the batch's lines, done and to do
+
+    def add(self, rec: dict) -> None:
+        self.total += 1
+        if rec.get("error"):
+            self.errors += 1
+        else:
+            self.actions[rec.get("action") or rec.get("mode") or "answered"] += 1
+        if rec.get("grounded") is False:
+            self.ungrounded += 1
+        if rec.get("correct") is not None:
+            self.graded += 1
+            self.correct += bool(rec["correct"])
+
+    def to_dict(self) -> dict:
+        return {
+            "records": self.total,
+            "actions": dict(self.actions),
+            "errors": self.errors,
+            "graded": self.graded,
+            "correct": self.correct,
+            "ungrounded": self.ungrounded,
+        }
+
+    def line(self, resumed: int = 0) -> str:
+        parts = [
+            f"{self.total} questions",
+            ", ".join(f"{k}: {v}" for k, v in sorted(self.actions.items())) or "none answered",
+        ]
+        if self.errors:
+            parts.append(f"{self.errors} error record(s)")
+        if self.ungrounded:
+            parts.append(f"{self.ungrounded} answer(s) not found in their knowledge (grounded: false)")
+        if self.graded:
+            parts.append(f"accuracy {self.correct}/{self.graded} = {self.correct / self.graded:.1%}")
+        if self.answered_now:
+            parts.append(
+                f"{self.seconds / self.answered_now:.2f} s/question"
+                + (f" (the {self.answered_now} answered now)" if resumed else "")
+            )
+        return "summary: " + "; ".join(parts)
+
+
+def run_batch(
+    answerer: Answerer,
+    lines: Sequence[QuestionLine],
+    output: BatchOutput | None,
+    done: Sequence[dict] = (),
+    retry_errors: bool = False,
+    on_record: Callable[[dict, Summary], None] | None = None,
+    stream=None,
+) -> Summary:
+    """Answer ``lines`` in order; records to ``output`` (or ``stream``, default stdout).
+
+    Records in ``done`` (an earlier run's) are kept, except error records when
+    ``retry_errors``; the rest go to ``answerer`` (:class:`InProcess` or
+    :class:`WorkerPool`), whose records are written in input order.
+    ``KeyboardInterrupt`` leaves the partial file whole (and the manifest
+    incomplete) and propagates.
+    """
+    summary = Summary(lines=len(lines))
+    stream = stream or sys.stdout
+    finished = False
+    keep = [i < len(done) and not (retry_errors and done[i].get("error")) for i in range(len(lines))]
+    answers = answerer(q for q, kept in zip(lines, keep) if not kept)
+    try:
+        for i, q in enumerate(lines):
+            if keep[i]:
+                rec = done[i]
+                if output is not None:
+                    output.keep(i, rec)
+            else:
+                rec, seconds = next(answers)
+                summary.answered_now += 1
+                summary.seconds += seconds
+                if output is not None:
+                    output.write(i, rec)
+                else:
+                    stream.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+                    stream.flush()
+            summary.add(rec)
+            if on_record is not None:
+                on_record(rec, summary)
+        finished = True
+    finally:
+        answers.close()  # stops the workers of a pool
+        if output is not None:
+            output.close(finished, summary.to_dict() if finished else None)
+    return summary
