@@ -304,7 +304,7 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
                 raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    import crag_cli.train as train_module
+    import crag_cli.train.fit as train_module
 
     monkeypatch.setattr(train_module.os, "replace", failing_replace)
     with pytest.raises(OSError, match="No space left"):
