@@ -62,6 +62,7 @@ def pipeline(
         strips_correct=settings.strips_correct,
         refine_knowledge=settings.refine,
         ranking=settings.ranking,
+        knowledge_words=settings.knowledge_words,
         task=settings.task,
         max_tokens=settings.max_tokens,
     )

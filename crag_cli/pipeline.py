@@ -18,7 +18,7 @@ from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
 from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
-from .refine import KnowledgeSource, Strip, refine, strip_pieces, strongest_first
+from .refine import KnowledgeSource, Strip, refine, strip_pieces, strongest_first, within_words
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
@@ -116,6 +116,9 @@ class Pipeline:
     refine_knowledge : bool
         ``False`` gives the paper's "w/o refinement" ablation: kept passages go
         to the generator whole.
+    knowledge_words : int, optional
+        The most words of knowledge the generator gets in ``crag`` mode: the
+        strongest strips until this many (at least one); ``None``: no bound.
     ranking : {"fused", "evaluator"}
         How the strongest strips are chosen: the evaluator's score fused with
         the retrieval order, or the score alone (the paper); see
@@ -139,6 +142,7 @@ class Pipeline:
         strips_correct: int | None = None,
         refine_knowledge: bool = True,
         ranking: str = "evaluator",
+        knowledge_words: int | None = None,
         task: str = "popqa",
         max_tokens: int | None = None,
     ) -> None:
@@ -155,6 +159,7 @@ class Pipeline:
         self.strips_correct = strips if strips_correct is None else strips_correct
         self.refine_knowledge = refine_knowledge
         self.ranking = ranking
+        self.knowledge_words = knowledge_words
         self.task = task
         self.max_tokens = max_tokens
         self._scorer = _Scorer(evaluator)
@@ -258,10 +263,12 @@ class Pipeline:
         """Keep the strongest strips, internal and external together: at most what the action allows.
 
         An Ambiguous question refines both its passages and the web pages; the
-        generator gets the best ``strips`` of the two, not ``strips`` of each.
+        generator gets the best ``strips`` of the two, not ``strips`` of each,
+        and no more than ``knowledge_words`` words of them (at least one strip).
         The result keeps only those, so its record shows what the generator read.
         """
-        kept = {id(s) for s in self._strongest_first(result)[: self._top(result)]}
+        chosen = within_words(self._strongest_first(result)[: self._top(result)], self.knowledge_words)
+        kept = {id(s) for s in chosen}
         if result.internal_knowledge is not None:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
         if result.external_knowledge is not None:

@@ -171,6 +171,32 @@ def strongest_first(strips: Sequence[Strip], ranking: str = "evaluator") -> list
     return [strips[i] for i in sorted(range(len(strips)), key=lambda i: -fused[i])]
 
 
+def within_words(strips: Sequence[Strip], max_words: int | None) -> list[Strip]:
+    """The longest prefix of ``strips`` holding at most ``max_words`` words, and never less than the first strip.
+
+    Parameters
+    ----------
+    strips : sequence of Strip
+        Strongest first.
+    max_words : int or None
+        ``None``: no bound.
+
+    Examples
+    --------
+    >>> s = [Strip("a b c", "x", "", (0, 0), 0.9), Strip("d e", "x", "", (0, 1), 0.5), Strip("f", "x", "", (0, 2), 0.1)]
+    >>> [x.text for x in within_words(s, 5)], [x.text for x in within_words(s, 2)]
+    (['a b c', 'd e'], ['a b c'])
+    """
+    kept, words = [], 0
+    for strip in strips:
+        n = len(strip.text.split())
+        if kept and max_words is not None and words + n > max_words:
+            break
+        kept.append(strip)
+        words += n
+    return kept
+
+
 def select_strips(strips: Sequence[Strip], top_k: int, threshold: float, ranking: str = "evaluator") -> list[Strip]:
     """Keep the ``top_k`` strongest strips scoring at least ``threshold``, back in original order.
 

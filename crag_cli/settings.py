@@ -125,6 +125,15 @@ class Settings(BaseModel):
         "refine",
         answers=True,
     )
+    knowledge_words: int = setting(
+        300,
+        "Most words of knowledge the generator gets in crag mode: the strongest strips until this many (at least "
+        "one); 300 is what plain RAG with k = 3 gives of 100-word passages.",
+        "refine",
+        answers=True,
+        ge=10,
+        le=100000,
+    )
     model: str = setting(
         DEFAULT_MODEL,
         "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",

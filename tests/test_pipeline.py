@@ -134,3 +134,15 @@ def test_fused_ranking_keeps_the_first_retrieved_passage_when_the_evaluator_pref
         assert result.action is Action.CORRECT
         lines = reference(gen)
         assert len(lines) == 1 and expected in lines[0], (ranking, lines)
+
+
+def test_knowledge_words_bounds_what_the_generator_reads_but_keeps_one_strip():
+    long_passages = [f"Passage {i} " + " ".join(f"word{j}" for j in range(80)) + "." for i in range(5)]
+    for budget, expected in ((None, 5), (200, 2), (10, 1)):
+        gen = FakeGenerator("x")
+        pipe = Pipeline(
+            FakeRetriever(long_passages), FakeEvaluator({}, default=0.2), TH, gen, strips=5, knowledge_words=budget
+        )
+        result = pipe.run("Which passage?")
+        assert result.action is Action.AMBIGUOUS
+        assert len(reference(gen)) == expected == len(result.internal_knowledge), budget
