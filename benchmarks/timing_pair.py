@@ -1,6 +1,7 @@
 """crag against plain RAG at k = 3, timed side by side: the same questions, the two modes taking turns.
 
-    python benchmarks/timing_pair.py --data ../shared/bench/popqa --sample 200 [--model NAME] [--evaluator SPEC] --out OUTDIR
+    python benchmarks/timing_pair.py --data ../shared/bench/popqa [--questions FILE] --sample 200 [--model NAME]
+                                     [--evaluator SPEC] --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
@@ -44,7 +45,13 @@ def bootstrap_ratio(a: np.ndarray, b: np.ndarray, n: int = 10000, seed: int = 0)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--data", type=Path, required=True, help="folder with corpus.jsonl, web.jsonl, questions.dev.jsonl"
+        "--data",
+        type=Path,
+        required=True,
+        help="bench folder: docs/ (indexed as crag index reads it) or corpus.jsonl, web.jsonl, questions.dev.jsonl",
+    )
+    parser.add_argument(
+        "--questions", type=Path, default=None, help="ask these questions (default DATA/questions.dev.jsonl)"
     )
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
@@ -63,7 +70,8 @@ def main() -> None:
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    lines = [line for line in (args.data / "questions.dev.jsonl").read_text().splitlines() if line.strip()]
+    qfile = args.questions or args.data / "questions.dev.jsonl"
+    lines = [line for line in qfile.read_text().splitlines() if line.strip()]
     questions = [json.loads(line) for line in spread_sample(lines, args.sample)]
     try:
         seen = in_sample([q["question"] for q in questions], args.evaluator or Settings().evaluator)
@@ -72,7 +80,8 @@ def main() -> None:
     seen_note = ("crag's evaluator: " + in_sample_note(seen, len(questions))) if seen and any(seen.values()) else ""
     if seen_note:  # the accuracies are then not out of sample (the timings are unaffected)
         print("warning: " + seen_note, file=sys.stderr)
-    build_index(args.data / "corpus.jsonl", out / "index")
+    docs = args.data / "docs"
+    build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", out / "index")
     _server, web_url = start_in_thread(args.data / "web.jsonl")
     common = {"index": str(out / "index")} | ({"model": args.model} if args.model else {})
     web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}

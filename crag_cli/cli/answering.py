@@ -1,0 +1,417 @@
+"""The commands that answer: ``index``, ``evaluate``, ``ask`` and ``batch``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from ..errors import CragError
+from ..settings import Settings
+
+from .base import (
+    ALL_SETTINGS,
+    EVAL_SETTINGS,
+    JsonOut,
+    _check_question,
+    _input_file,
+    _pipeline,
+    app,
+    err,
+    fail,
+    setting_options,
+)
+
+
+# ----------------------------------------------------------------------------- index
+# crag index's own options
+DocsArg = Annotated[
+    Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm, .jsonl, .pdf and .docx documents.")
+]
+PassageWordsOpt = Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")]
+IncludeHiddenOpt = Annotated[
+    bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
+]
+
+
+@app.command()
+@setting_options("index")
+def index(
+    ctx: typer.Context,
+    docs: DocsArg,
+    settings: Settings,
+    passage_words: PassageWordsOpt = 100,
+    force: ForceOpt = False,
+    include_hidden: IncludeHiddenOpt = False,
+) -> None:
+    """Build a BM25 index of a folder of documents; a rebuild reads only new and changed files.
+
+    The index folder must be new, empty or a crag index: crag never replaces a
+    folder it did not write, nor the documents folder or one of its parents.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ..index import build_index
+
+    if not docs.exists():
+        fail(f"no such folder: {docs}")
+    with Progress(
+        TextColumn("reading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("", total=None)
+
+        def on_file(path: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, description=path[-60:])
+
+        try:
+            report = build_index(
+                docs,
+                settings.index,
+                passage_words=passage_words,
+                force=force,
+                progress=on_file,
+                include_hidden=include_hidden,
+            )
+        except CragError as exc:
+            report, problem = None, str(exc)
+    if report is None:
+        fail(problem)
+    for line in _index_report(report, settings.index):
+        err.print(line, markup=False)
+
+
+def _index_report(report, index: Path) -> list[str]:
+    """What ``crag index`` says on stderr about a build: skipped files, what was left out, the counts."""
+    lines = [f"skipped {path}: {reason}" for path, reason in report.skipped]
+    left_out = []
+    if report.hidden:
+        left_out.append(f"{len(report.hidden)} hidden file(s) and folder(s) (--include-hidden reads them)")
+    if report.indexes:
+        left_out.append(f"{len(report.indexes)} crag index folder(s) ({', '.join(report.indexes[:3])})")
+    if left_out:
+        lines.append("left out " + " and ".join(left_out))
+    if report.cleaned:
+        lines.append(f"removed {report.cleaned} temporary folder(s) left by an interrupted crag index")
+    if report.status == "unchanged":
+        lines.append(
+            f"index {index} is up to date ({report.passages} passages from {report.files} files); nothing to do"
+        )
+        return lines
+    reused = (
+        f" ({report.read} file(s) read, {report.reused} unchanged taken from the old index)" if report.reused else ""
+    )
+    skipped = f"; skipped {len(report.skipped)}" if report.skipped else ""
+    lines.append(
+        f"indexed {report.documents} documents from {report.files} files into {report.passages} passages "
+        f"at {index} in {report.seconds:.1f} s{reused}{skipped}"
+    )
+    return lines
+
+
+# ----------------------------------------------------------------------------- evaluate
+def _evaluation_record(result) -> dict:
+    from ..records import to_record
+
+    rec = to_record(result)
+    return {k: rec[k] for k in ("id", "question", "evaluator", "action", "thresholds", "scores", "timings", "error")}
+
+
+@app.command()
+@setting_options(*EVAL_SETTINGS)
+def evaluate(
+    ctx: typer.Context,
+    settings: Settings,
+    question: Annotated[Optional[str], typer.Argument(help="The question (or use --input).")] = None,
+    input: Annotated[
+        Optional[Path], typer.Option("--input", help="JSONL file of questions, one JSON line each (- = stdin).")
+    ] = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Retrieve, score every passage with the evaluator, and show the action it triggers.
+
+    With --input, one JSON line per input line; exit status 1 when any line is an error record.
+    """
+    if (question is None) == (input is None):
+        fail("give a QUESTION or --input FILE.jsonl (one of them)")
+    if question is not None:
+        _check_question(question)
+    if input is not None:
+        _input_file(input)
+    pipe = _pipeline(settings, with_generator=False)
+    try:
+        if input is not None:
+            if _evaluate_file(pipe, input):
+                raise typer.Exit(1)
+            return
+        result = pipe.evaluate(question.strip())
+    except CragError as exc:
+        fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
+    else:
+        _print_evaluation(result, pipe.evaluator.name)
+
+
+def _evaluate_file(pipe, input: Path) -> int:
+    """One JSON line on stdout per line of ``input``; returns how many are error records."""
+    from ..records import error_record, read_questions
+
+    errors = 0
+    for q in read_questions(input):
+        if q.error:
+            rec = error_record(q.id, q.question, q.error, q.line)
+        else:
+            try:
+                result = pipe.evaluate(q.question)
+                result.id = q.id
+                rec = _evaluation_record(result)
+            except CragError:
+                raise
+            except Exception as exc:  # one bad question never stops the file
+                rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
+        errors += bool(rec.get("error"))
+        sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+        sys.stdout.flush()
+    return errors
+
+
+def _print_evaluation(result, evaluator: str) -> None:
+    """The evaluator's table of the retrieved passages and the action, on stdout."""
+    out = Console(highlight=False)
+    table = Table(title=f"Evaluator {evaluator}", show_lines=False)
+    for col in ("rank", "bm25", "score", "title", "snippet"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("rank", "bm25", "score"))
+    th = result.thresholds
+    for hit, score in zip(result.hits, result.scores):
+        mark = "+" if score >= th.upper else ("-" if score < th.lower else "?")
+        snippet = hit.passage.text[:90] + ("..." if len(hit.passage.text) > 90 else "")
+        title = hit.passage.title[:30] + (f" (p. {hit.passage.page})" if hit.passage.page else "")
+        table.add_row(str(hit.rank), f"{hit.score:.2f}", f"{score:+.3f} {mark}", title, snippet)
+    out.print(table)
+    best = max(result.scores) if result.scores else None
+    out.print(
+        f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
+        f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source})",
+        markup=False,
+    )
+
+
+# ----------------------------------------------------------------------------- ask
+def _show_knowledge(result) -> None:
+    """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
+    action = result.action.value.upper() if result.action else result.mode
+    lines = [f"[{i}] {item.verdict}{item.text}" for i, item in enumerate(result.knowledge_used, 1)]
+    sources = [
+        f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
+        for i, item in enumerate(result.knowledge_used, 1)
+    ]
+    ext = result.external_knowledge
+    notes = []
+    if ext is not None:
+        if ext.query:
+            notes.append(f"web query: {ext.query}")
+        if ext.error:
+            notes.append(f"web: {ext.error}")
+    if not result.knowledge_used:
+        notes.append("no knowledge: answering without documents")
+    if err.is_terminal:
+        err.print(Panel("\n".join(lines) or "(none)", title=f"action: {action}", border_style="cyan"), markup=False)
+        err.print(Panel("\n".join(sources + notes) or "(none)", title="sources", border_style="dim"), markup=False)
+    else:
+        err.print(f"action: {action}", markup=False)
+        for line in lines:
+            err.print(f"knowledge {line}", markup=False)
+        for line in sources:
+            err.print(f"source {line}", markup=False)
+        for note in notes:
+            err.print(note, markup=False)
+
+
+@app.command()
+@setting_options(*ALL_SETTINGS)
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question.")],
+    settings: Settings,
+    json_out: JsonOut = False,
+) -> None:
+    """Answer one question with the whole pipeline; the answer streams to stdout."""
+    from ..records import to_record
+
+    _check_question(question)
+    pipe = _pipeline(settings, with_generator=True)
+    try:
+        pipe.generator.load()
+    except CragError as exc:
+        fail(str(exc))
+
+    def on_token(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    try:
+        result = pipe.run(
+            question.strip(),
+            on_token=None if json_out else on_token,
+            on_knowledge=None if json_out else _show_knowledge,
+        )
+    except CragError as exc:
+        fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1, allow_nan=False))
+    else:
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        if result.grounded is False:
+            err.print("note: the answer occurs nowhere in the knowledge it was given (grounded: false)", markup=False)
+    if result.error:
+        fail(result.error)
+
+
+# ----------------------------------------------------------------------------- batch
+# crag batch's own options (the settings' options are made from their declarations)
+QuestionsArg = Annotated[
+    Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
+]
+OutputOpt = Annotated[
+    Optional[Path],
+    typer.Option("-o", "--output", help="Write records here (default stdout); OUT.partial while running."),
+]
+ModeOpt = Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")]
+LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Process only the first N lines.")]
+ResumeOpt = Annotated[
+    bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
+]
+RetryErrorsOpt = Annotated[
+    bool, typer.Option("--retry-errors", help="With --resume: also redo the records that ended in an error.")
+]
+OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")]
+WorkersOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=64,
+        help="Worker processes, each loading the models once; --threads (default: all cores) is split "
+        "between them. Records stay in input order.",
+    ),
+]
+RayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ray",
+        help="Answer with Ray actors, one per --workers (default 2 with --ray): a local Ray on 127.0.0.1, "
+        "or the cluster at --ray-address. Needs pip install 'crag-cli\\[ray]'.",
+    ),
+]
+RayAddressOpt = Annotated[
+    Optional[str],
+    typer.Option(metavar="ADDRESS", help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001."),
+]
+
+
+@app.command()
+@setting_options(*ALL_SETTINGS)
+def batch(
+    ctx: typer.Context,
+    input: QuestionsArg,
+    settings: Settings,
+    output: OutputOpt = None,
+    mode: ModeOpt = "crag",
+    limit: LimitOpt = None,
+    resume: ResumeOpt = False,
+    retry_errors: RetryErrorsOpt = False,
+    overwrite: OverwriteOpt = False,
+    workers: WorkersOpt = 1,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
+) -> None:
+    """Answer every question of a JSONL file; one result record per input line, in input order.
+
+    With -o OUT, records go to OUT.partial as they are done and the file becomes
+    OUT when the batch ends; OUT.run.json records the settings, model and index
+    that made them. Exit status 1 when any line produced an error record (all
+    lines are still written).
+    """
+    from ..app import BatchJob, BatchRun
+
+    if (ray or ray_address) and ctx.get_parameter_source("workers") is not click.core.ParameterSource.COMMANDLINE:
+        workers = 2
+    job = BatchJob(
+        input,
+        output,
+        mode,
+        limit,
+        resume,
+        retry_errors,
+        overwrite,
+        workers,
+        ray=ray_address or ("local" if ray else None),
+        config=(ctx.obj or {}).get("config"),
+    )
+    try:
+        run = BatchRun(settings, job, note=lambda line: err.print(line, markup=False))
+        ctx.call_on_close(run.close)  # however the command ends
+        with _batch_progress() as on_record:
+            report = run.run(on_record=on_record)
+    except CragError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        where = f"; the records so far are in {run.partial}: go on with --resume" if run.partial else ""
+        err.print(f"crag: interrupted{where}", markup=False)
+        raise typer.Exit(130)
+    err.print(report.line(), markup=False)
+    if report.output is not None:
+        err.print(f"wrote {report.output} (run manifest: {report.manifest})", markup=False)
+    if report.summary.errors:
+        raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _batch_progress():
+    """A progress bar on a terminal, a line every tenth of the batch otherwise; yields the ``on_record`` callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    start = time.perf_counter()
+    columns = (
+        TextColumn("batch"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=err, disable=not err.is_terminal) as progress:
+        bar = progress.add_task("", total=None)
+
+        def on_record(rec: dict, summary) -> None:
+            total = summary.lines
+            acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
+            progress.update(bar, total=total, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
+            step = max(1, total // 10)
+            if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == total):
+                elapsed = time.perf_counter() - start
+                rate = summary.answered_now / elapsed if elapsed > 0 else 0.0
+                eta = (total - summary.total) / rate if rate else 0.0
+                errors = f", {summary.errors} error(s)" if summary.errors else ""
+                err.print(
+                    f"batch: {summary.total}/{total}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
+                    f"s/question, {rate:.3f} questions/s, ETA {eta:.0f} s",
+                    markup=False,
+                )
+
+        yield on_record

@@ -1,0 +1,223 @@
+"""The typer app, its error handling, the options made from the settings, and helpers every command uses."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions
+
+from ..version import __version__
+from .. import build as builder
+from .. import settings as settings_decl
+from ..errors import CragError, one_line
+from ..settings import Settings, SettingsError, load_settings
+
+
+class CragGroup(TyperGroup):
+    """Turns click's usage errors (bad flag values, unknown options) into crag's one-line errors, exit 1."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
+        try:
+            code = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
+        except click_exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            code = 0
+        except click_exceptions.ClickException as exc:
+            hint = ""
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                hint = f" (see: {ctx.command_path} --help)"
+            sys.stderr.write(f"crag: error: {_lower_first(exc.format_message())}{hint}\n")
+            code = 1
+        except (typer.Abort, KeyboardInterrupt):
+            sys.stderr.write("crag: interrupted\n")
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+app = typer.Typer(
+    name="crag",
+    cls=CragGroup,
+    help="Corrective retrieval-augmented generation (CRAG, Yan et al. 2024) over a local BM25 index.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = 1) -> None:
+    """One clear line on stderr (the first line of a longer message), then exit non-zero."""
+    err.print(f"crag: error: {one_line(message)}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    err.print(f"crag: warning: {message}", markup=False, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"crag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    config: Annotated[Optional[Path], typer.Option(help="Config file (default: ./crag.toml, or $CRAG_CONFIG).")] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Settings come from flags > CRAG_* environment variables > crag.toml > defaults."""
+    ctx.obj = {"config": config}
+
+
+# ----------------------------------------------------------------------------- options from the settings
+
+PANELS = {
+    "index": "Index",
+    "retrieval": "Retrieval",
+    "evaluator": "Evaluator",
+    "thresholds": "Action thresholds",
+    "refine": "Refinement",
+    "generator": "Generator",
+    "web": "Web correction",
+}
+_METAVARS = {int: "INTEGER", float: "NUMBER", Path: "PATH", str: "TEXT"}
+
+
+def _option(name: str) -> Any:
+    """The typer annotation of one setting's option (values reach pydantic as given, so every source is checked alike)."""
+    kind = settings_decl.value_type(name)
+    panel = PANELS[settings_decl.group(name)]
+    help_text = settings_decl.help_text(name)
+    if kind is bool:
+        return Annotated[
+            Optional[bool],
+            typer.Option(*settings_decl.option_decls(name), help=help_text, rich_help_panel=panel, show_default=False),
+        ]
+    options = settings_decl.choices(name)
+    metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
+    return Annotated[
+        Optional[str],
+        typer.Option(
+            *settings_decl.option_decls(name),
+            help=help_text,
+            metavar=metavar,
+            rich_help_panel=panel,
+            show_default=False,
+        ),
+    ]
+
+
+def setting_options(*names: str):
+    """Give a command one option per named setting; it receives the merged, validated ``settings``.
+
+    The command declares ``ctx: typer.Context`` and ``settings: Settings``; the
+    options are added to its signature, and their values merged with the
+    environment, the config file and the defaults before it runs.
+    """
+
+    def decorate(fn):
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "settings"]
+        added = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_option(n)) for n in names
+        ]
+
+        @functools.wraps(fn)
+        def command(*args, **kwargs):
+            given = {n: kwargs.pop(n) for n in names}
+            ctx = kwargs.get("ctx") or next(a for a in args if isinstance(a, typer.Context))
+            return fn(*args, settings=_settings(ctx, given), **kwargs)
+
+        command.__signature__ = sig.replace(parameters=own + added)
+        command.__annotations__ = {p.name: p.annotation for p in own + added}
+        del command.__wrapped__  # typer must read the new signature, not fn's
+        return command
+
+    return decorate
+
+
+def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
+    try:
+        settings = load_settings(flags, config=(ctx.obj or {}).get("config"))
+    except SettingsError as exc:
+        fail(str(exc))
+        raise  # unreachable
+    for message in settings.warnings():
+        warn(message)
+    return settings
+
+
+EVAL_SETTINGS = settings_decl.names_in("index", "retrieval", "evaluator", "thresholds")
+ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
+JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+
+
+def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
+    try:
+        return builder.pipeline(settings, with_generator=with_generator, retrieve=retrieve)
+    except CragError as exc:
+        fail(str(exc))
+
+
+def _gold_questions(path: Path, limit: int | None) -> list[tuple[str, list[str]]]:
+    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are named on stderr."""
+    from ..app import gold_questions
+
+    try:
+        return gold_questions(path, limit, note=lambda line: err.print(line, markup=False))
+    except CragError as exc:
+        fail(str(exc))
+
+
+def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
+    """How many of ``questions`` trained / calibrated ``evaluator`` (``None``: it does not say)."""
+    from ..train import in_sample
+
+    try:
+        return in_sample(questions, evaluator)
+    except CragError as exc:
+        fail(str(exc))
+
+
+def _check_question(question: str) -> None:
+    """A question given on the command line is not empty and is valid UTF-8 (undecodable bytes reach
+    Python as lone surrogates, which no tokenizer or output can take)."""
+    from ..jsonl import has_surrogate
+
+    if not question.strip():
+        fail("the question is empty")
+    if has_surrogate(question):
+        fail("the question is not valid UTF-8 text (check the terminal's or the script's encoding)")
+
+
+def _input_file(path: Path) -> None:
+    from ..app import check_input_file
+
+    try:
+        check_input_file(path)
+    except CragError as exc:
+        fail(str(exc))
