@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", args.index)
     lines = [x for x in (args.questions or args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
     questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
-    from crag_cli.settings import coerce
+    from crag_cli.config import coerce
 
     chosen = {name: coerce(name, value, "--set") for name, _, value in (s.partition("=") for s in args.set)}
     settings = Settings(index=args.index, **({"evaluator": args.evaluator} if args.evaluator else {}), **chosen)

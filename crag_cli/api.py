@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from .settings import Settings, SettingsError, _problem
+from .config import _problem
+from .settings import Settings, SettingsError
 
 
 class Crag:

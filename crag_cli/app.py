@@ -400,7 +400,8 @@ class CalibrateRun:
         note: Note = _quiet,
     ) -> None:
         from .files import Lock, check_output_file, refuse_input
-        from .settings import SettingsError, check_config_file
+        from .config import check_config_file
+        from .settings import SettingsError
 
         self.settings, self.input, self.write_to, self.lock = settings, input, write, None
         check_input_file(input)
@@ -447,7 +448,8 @@ class CalibrateRun:
 
     def write(self, result) -> None:
         """Set the evaluator and its thresholds in the ``write`` file (comments and other keys kept)."""
-        from .settings import SettingsError, write_config
+        from .config import write_config
+        from .settings import SettingsError
 
         values = {
             "evaluator": self.settings.evaluator,

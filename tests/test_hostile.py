@@ -163,7 +163,7 @@ def test_a_reader_does_not_recover_an_index_while_another_run_holds_it(docs_dir,
 
 
 def test_calibrate_updates_only_a_crag_config_and_keeps_its_comments(built_index, tmp_path):
-    from crag_cli.settings import read_config
+    from crag_cli.config import read_config
 
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")

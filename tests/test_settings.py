@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from crag_cli.settings import Settings, SettingsError, load_settings, write_config, read_config
+from crag_cli.config import load_settings, read_config, write_config
+from crag_cli.settings import Settings, SettingsError
 
 
 def test_precedence_flags_over_env_over_file_over_defaults(tmp_path):

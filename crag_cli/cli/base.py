@@ -21,7 +21,8 @@ from ..version import __version__
 from .. import build as builder
 from .. import settings as settings_decl
 from ..errors import CragError, one_line
-from ..settings import Settings, SettingsError, load_settings
+from ..config import load_settings
+from ..settings import Settings, SettingsError
 
 
 class CragGroup(TyperGroup):
