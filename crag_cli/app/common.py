@@ -1,0 +1,40 @@
+"""What every command of the application layer shares: the note callback, the input checks, gold questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..errors import CragError
+
+Note = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def check_input_file(path: Path) -> None:
+    """Refuse a questions file that is a folder or does not exist (``-`` is stdin)."""
+    if str(path) == "-":
+        return
+    if path.is_dir():
+        raise CragError(f"{path} is a folder, not a JSONL file")
+    if not path.is_file():
+        raise CragError(f"no such file: {path}")
+
+
+def gold_questions(path: Path, limit: int | None, note: Note = _quiet) -> list[tuple[str, list[str]]]:
+    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are noted as skipped."""
+    from ..records import read_questions
+
+    questions = []
+    for q in read_questions(path):
+        if q.error or not q.answers:
+            note(f"line {q.line}: skipped: {q.error or 'no gold answers'}")
+            continue
+        questions.append((q.question, q.answers))
+    questions = questions[:limit] if limit is not None else questions
+    if not questions:
+        raise CragError(f"{path} holds no question with gold answers")
+    return questions
