@@ -10,7 +10,8 @@ import pytest
     "module",
     [
         "crag_cli.documents",
-        "crag_cli.corpus",
+        "crag_cli.readers",
+        "crag_cli.refine",
         "crag_cli.prompts",
         "crag_cli.jsonl",
         "crag_cli.match",

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable
 
 from .. import files
 from ..bm25 import BM25Params, TermMatrix, count_terms
-from ..corpus import READERS_VERSION, SUPPORTED_TEXT, Passage, list_files, read_file, split_passages
+from ..corpus import Passage, split_passages
+from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import urljoin, urlsplit
 
-from ..corpus import html_main_text, paragraphs
+from ..corpus import paragraphs
+from ..readers import html_main_text
 from ..errors import one_line
 from ..version import __version__
 

@@ -1,0 +1,322 @@
+"""Read a folder of documents: which files, read how, and what was skipped and why.
+
+Splitting them into passages is :mod:`crag_cli.corpus`.
+
+Supported files: ``.txt``, ``.md``, ``.html``/``.htm`` (main text through
+readability-lxml), ``.jsonl`` (one document per line with ``id``, ``title``,
+``text``), ``.pdf`` (the text layer, page by page) and ``.docx`` (see
+:mod:`crag_cli.documents`). Every other file, every unreadable or non-UTF-8
+file (a scanned, encrypted or corrupt PDF, a ``.docx`` that is not one) and
+every bad JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped
+silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import jsonl
+from .documents import Document
+from .errors import one_line
+from .files import LOCK_TAG
+from .corpus import normalize_space
+
+TEXT_SUFFIXES = {".txt", ".md"}
+HTML_SUFFIXES = {".html", ".htm"}
+JSONL_SUFFIXES = {".jsonl"}
+PDF_SUFFIXES = {".pdf"}
+DOCX_SUFFIXES = {".docx"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
+SUPPORTED_TEXT = " ".join(sorted(SUPPORTED_SUFFIXES))  # for messages and --help
+# Raised whenever a reader gives other text or titles for the same file, so that an index rebuilds every file.
+# 2: .txt titles from the first line; .pdf and .docx read.
+READERS_VERSION = 2
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file that was read, and its size."""
+
+    path: str
+    size: int
+
+
+@dataclass
+class CorpusReport:
+    """What reading a folder produced."""
+
+    documents: list[Document] = field(default_factory=list)
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def html_main_text(html: str) -> tuple[str, str]:
+    """Extract ``(title, main text)`` from an HTML page with readability-lxml.
+
+    Block elements (paragraphs, headings, list items) become paragraphs
+    separated by blank lines.
+    """
+    import lxml.html
+    from readability import Document as ReadabilityDocument
+
+    rdoc = ReadabilityDocument(html)
+    title = rdoc.short_title() or ""
+    summary = rdoc.summary(html_partial=True)
+    tree = lxml.html.fromstring(summary) if summary.strip() else None
+    if tree is None:
+        return title, ""
+    blocks: list[str] = []
+    block_tags = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "td", "dd", "dt"}
+    for el in tree.iter():
+        if el.tag in block_tags and not any(a.tag in block_tags for a in el.iterancestors()):
+            text = normalize_space(el.text_content())
+            if text:
+                blocks.append(text)
+    if not blocks:
+        text = normalize_space(tree.text_content())
+        blocks = [text] if text else []
+    if title in ("[no-title]",):
+        title = ""
+    return title, "\n\n".join(blocks)
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
+    text = data.decode("utf-8-sig")
+    if path.suffix.lower() in HTML_SUFFIXES:
+        title, body = html_main_text(text)
+        return [Document(id=rel, title=title or path.stem, text=body, source=rel)]
+    title = path.stem
+    if path.suffix.lower() == ".md":
+        for line in text.splitlines():
+            if line.startswith("#"):
+                title = line.lstrip("#").strip() or title
+                break
+    else:
+        title = text_title(text) or title
+    return [Document(id=rel, title=title, text=text, source=rel)]
+
+
+def text_title(text: str, max_words: int = 32) -> str | None:
+    """A plain text's first non-blank line when it reads as a title, else ``None``.
+
+    A title has at most ``max_words`` words, one of them a word of letters,
+    more text after it, and no ``.``, ``,``, ``;`` or ``:`` at its end (a
+    question mark may end one); a line that looks like something else is
+    not one: an address (``://``, ``@``), a row of values (a tab, or more
+    commas than spaces), a rule of ``=``/``-``/``*``, or a ``#!`` or
+    ``-*-`` line.
+
+    Examples
+    --------
+    >>> text_title("First Genome of a Bovine Coronavirus\\n\\nThe virus ...")
+    'First Genome of a Bovine Coronavirus'
+    >>> text_title("The virus was sequenced in 2017.\\nIt has 31 kb.") is None
+    True
+    >>> [text_title(t) for t in ("id,name,value\\n1,a,2", "https://x.org/a b\\ntext", "From: ann@x.org\\nHi")]
+    [None, None, None]
+    """
+    lines = text.lstrip("\ufeff").lstrip().split("\n")
+    first = " ".join(lines[0].split())
+    rest = "\n".join(lines[1:]).strip()
+    words = first.split()
+    if not rest or not 1 <= len(words) <= max_words or first.endswith((".", ",", ";", ":")):
+        return None
+    if not any(re.search(r"[^\W\d_]{3,}", w) for w in words):  # no word of letters: "1", "2024-05-01"
+        return None
+    if (
+        "://" in first
+        or "@" in first
+        or "\t" in lines[0]
+        or first.count(",") > first.count(" ")
+        or re.search(r"[=*_~-]{3,}", first)
+        or first.startswith(("#!", "-*-"))
+    ):
+        return None
+    return first
+
+
+def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
+    docs = []
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{rel}:{lineno}"
+        try:
+            obj = jsonl.parse(line, first=lineno == 1)
+        except jsonl.BadLine as exc:
+            skipped.append((where, str(exc)))
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+            skipped.append((where, "not an object with a string 'text'"))
+            continue
+        doc_id = str(obj.get("id", f"{rel}:{lineno}"))
+        docs.append(Document(id=doc_id, title=str(obj.get("title") or ""), text=obj["text"], source=where))
+    return docs
+
+
+@dataclass
+class FileListing:
+    """The files of a folder that ``crag index`` reads, and what it left out without reading."""
+
+    base: Path
+    paths: list[Path] = field(default_factory=list)  # supported files, sorted
+    unsupported: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders not entered
+    indexes: list[str] = field(default_factory=list)  # crag index folders (the target among them) not entered
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.base).as_posix()
+
+
+def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None) -> FileListing:
+    """The supported documents below ``folder``, without reading them.
+
+    Parameters
+    ----------
+    folder : Path
+        A directory, or a single file.
+    include_hidden : bool
+        Enter hidden folders (``.git``, ``.venv``, ...) and read hidden files too.
+    exclude : sequence of Path
+        Folders never entered (the index being written).
+    is_index : callable, optional
+        ``is_index(dir) -> bool``: folders it accepts (crag's own indexes) are not entered.
+
+    Returns
+    -------
+    FileListing
+        Sorted supported files, and the names of what was left out.
+    """
+    folder = Path(folder)
+    if folder.is_file():
+        listing = FileListing(folder.parent)
+        (listing.paths if folder.suffix.lower() in SUPPORTED_SUFFIXES else listing.unsupported).append(folder)
+        listing.unsupported = [listing.rel(p) for p in listing.unsupported]
+        return listing
+    listing = FileListing(folder)
+    excluded = {Path(e).resolve() for e in exclude}
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        kept = []
+        for d in sorted(dirs):
+            path = here / d
+            if path.resolve() in excluded or (is_index is not None and is_index(path)):
+                listing.indexes.append(listing.rel(path) + "/")
+            elif not include_hidden and d.startswith("."):
+                listing.hidden.append(listing.rel(path) + "/")
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for name in sorted(names):
+            path = here / name
+            if name.startswith(".") and name.endswith(LOCK_TAG):  # crag's own lock of an index being built here
+                continue
+            if not include_hidden and name.startswith("."):
+                listing.hidden.append(listing.rel(path))
+            elif not path.is_file():
+                continue
+            elif path.suffix.lower() in SUPPORTED_SUFFIXES:
+                listing.paths.append(path)
+            else:
+                listing.unsupported.append(listing.rel(path))
+    listing.paths.sort()
+    return listing
+
+
+def read_files(listing: FileListing, progress=None) -> CorpusReport:
+    """Read and parse every file of a listing.
+
+    Parameters
+    ----------
+    listing : FileListing
+        From :func:`list_files`.
+    progress : callable, optional
+        Called as ``progress(path, done, total)`` after each file.
+
+    Returns
+    -------
+    CorpusReport
+        Documents, the files read (with their sizes; the index hashes them while listing), and every file or line
+        skipped and why (unsupported types included).
+    """
+    report = CorpusReport()
+    report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
+    for done, path in enumerate(listing.paths, 1):
+        rel = listing.rel(path)
+        try:
+            docs, skipped, size = read_file(path, rel)
+            report.skipped.extend(skipped)
+            if size is not None:
+                report.files.append(SourceFile(rel, size))
+            report.documents.extend(docs)
+        finally:
+            if progress is not None:
+                progress(rel, done, len(listing.paths))
+    return report
+
+
+def read_file(
+    path: Path, rel: str, on_page: Callable[[int, int], None] | None = None
+) -> tuple[list[Document], list[tuple[str, str]], int | None]:
+    """Read and parse one supported file.
+
+    Parameters
+    ----------
+    path : Path
+    rel : str
+        Its name as reported (relative to the folder read).
+    on_page : callable, optional
+        ``on_page(done, total)`` while a long PDF is read.
+
+    Returns
+    -------
+    (list of Document, list of (str, str), int or None)
+        Its documents with text, what was skipped and why (the file, or lines and
+        documents of it), and its size in bytes (``None`` when it could not be read
+        or parsed).
+    """
+    skipped: list[tuple[str, str]] = []
+    suffix = path.suffix.lower()
+    try:
+        data = b"" if suffix in PDF_SUFFIXES | DOCX_SUFFIXES else path.read_bytes()  # those are read by their library
+        size = os.stat(path).st_size
+    except OSError as exc:
+        return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
+    try:
+        if suffix in JSONL_SUFFIXES:
+            docs = _read_jsonl(rel, data, skipped)
+        elif suffix in PDF_SUFFIXES | DOCX_SUFFIXES:
+            from .documents import Unreadable, read_docx, read_pdf
+
+            try:
+                docs = read_pdf(path, rel, on_page, skipped) if suffix in PDF_SUFFIXES else read_docx(path, rel)
+            except Unreadable as exc:
+                return [], [(rel, str(exc))], None
+        else:
+            docs = _read_text_file(path, rel, data)
+    except UnicodeDecodeError:
+        return [], [(rel, "not UTF-8")], None
+    except Exception as exc:  # a parser failing on one file must not stop the folder
+        return [], [(rel, f"unparsable ({type(exc).__name__}: {one_line(exc)})")], None
+    kept = []
+    for doc in docs:
+        if doc.text.strip():
+            kept.append(doc)
+        else:
+            skipped.append((doc.source, "no text"))
+    return kept, skipped, size
+
+
+def read_folder(folder: Path, progress=None, include_hidden: bool = False) -> CorpusReport:
+    """Read every supported document below ``folder`` (hidden files and folders only with ``include_hidden``)."""
+    return read_files(list_files(folder, include_hidden), progress)
