@@ -149,9 +149,11 @@ def fuse_ranks(scores: Sequence[float], ranks: Sequence[int], constant: int = RR
 
     Examples
     --------
-    >>> fused = fuse_ranks([0.9, 0.1, 0.5], [2, 0, 1])
+    The item second by score but first by retrieval comes first:
+
+    >>> fused = fuse_ranks([0.9, 0.5, 0.1], [2, 0, 1])
     >>> sorted(range(3), key=lambda i: -fused[i])
-    [2, 0, 1]
+    [1, 0, 2]
     """
     by_score = sorted(range(len(scores)), key=lambda i: -scores[i])
     score_rank = {i: r for r, i in enumerate(by_score)}
