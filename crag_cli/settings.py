@@ -147,6 +147,14 @@ class Settings(BaseModel):
     web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True)  # type: ignore[valid-type]
     searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web", answers=True)
     rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web", answers=True)
+    rewrite_tokens: int = setting(
+        24,
+        "Most tokens the generator writes for the keyword query (bounds the rewrite's time).",
+        "web",
+        answers=True,
+        ge=4,
+        le=256,
+    )
     web_results: int = setting(5, "Result pages to fetch.", "web", answers=True, ge=1, le=50)
     strips_scored: int = setting(
         40,

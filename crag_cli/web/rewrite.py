@@ -75,12 +75,12 @@ def accept_query(raw: str, question: str) -> str | None:
     return ", ".join(parts)
 
 
-def rewrite_query(question: str, generator: Generator | None) -> tuple[str, bool, str | None]:
+def rewrite_query(question: str, generator: Generator | None, max_tokens: int = 24) -> tuple[str, bool, str | None]:
     """``(query, rewritten, note)``: the generator's keyword query, or the content-word fallback."""
     if generator is None:
         return content_words(question), False, "no generator: content words used"
     try:
-        raw = generator.generate(rewrite_messages(question), max_tokens=24).text
+        raw = generator.generate(rewrite_messages(question), max_tokens=max_tokens).text
     except Exception as exc:  # the fallback is always available
         return content_words(question), False, f"rewrite failed ({exc}); content words used"
     query = accept_query(raw, question)

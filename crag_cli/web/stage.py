@@ -45,6 +45,7 @@ class WebSearch:
         filter_threshold: float = -0.5,
         ranking: str = "evaluator",
         strips_scored: int | None = None,
+        rewrite_tokens: int = 24,
     ) -> None:
         self.backend = backend
         self.evaluator = evaluator
@@ -52,6 +53,7 @@ class WebSearch:
         self.fetcher = fetcher
         self.results = results
         self.rewrite = rewrite
+        self.rewrite_tokens = rewrite_tokens
         self.wiki_first = wiki_first
         self.cache = cache
         self.strip_mode = strip_mode
@@ -104,7 +106,7 @@ class WebSearch:
         start = time.perf_counter()
         notes: list[str] = []
         if self.rewrite:
-            query, ext.rewritten, note = rewrite_query(question, self.generator)
+            query, ext.rewritten, note = rewrite_query(question, self.generator, self.rewrite_tokens)
             if note:
                 notes.append(note)
         else:
@@ -181,6 +183,7 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
         results=settings.web_results,
         rewrite=settings.rewrite,
+        rewrite_tokens=settings.rewrite_tokens,
         wiki_first=settings.wiki_first,
         cache=cache,
         strip_mode=settings.strip_mode,
