@@ -1,0 +1,126 @@
+"""Knowledge recall of refinement variants side by side, each (question, text) pair scored once.
+
+    python benchmarks/ranking_variants.py --data DIR --questions FILE --index IX [--sample N] [--cache FILE]
+
+For each question: retrieve (k = 10), score, decide the action, refine as each
+variant would, and keep the strips the generator would get (no generator, no
+web). Variants: crag before issue 31 (``--ranking evaluator``, no word bound),
+crag now (the defaults: ``--ranking fused``, ``--knowledge-words 300``), and,
+for the record, fused ranking over every retrieved passage rather than the
+kept ones (not shipped: see ``benchmarks/results/covidqa-heldout/README.md``).
+Prints per local and web-only questions: the actions, how often the gold span
+(whole words) is in the top 3 passages (what plain RAG with k = 3 reads) and
+in what the reader gets, the words it gets, and the same for the Correct and
+the Ambiguous questions. ``--cache FILE`` keeps the evaluator's scores (a
+pickle) so that a second run scores nothing again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from popqa import spread_sample  # noqa: E402
+
+from crag_cli import build  # noqa: E402
+from crag_cli.actions import Action  # noqa: E402
+from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli.refine import within_words  # noqa: E402
+from crag_cli.settings import Settings  # noqa: E402
+
+VARIANTS = {
+    "before (ranking evaluator, no word bound)": ({"ranking": "evaluator", "knowledge_words": 100000}, False),
+    "now (ranking fused, 300 words)": ({}, False),
+    "fused over every retrieved passage (not shipped)": ({"ranking": "fused"}, True),
+}
+
+
+class Memo:
+    """The evaluator with its scores remembered (and kept in ``path`` when given)."""
+
+    def __init__(self, evaluator, path: Path | None) -> None:
+        self.evaluator, self.path, self.name = evaluator, path, evaluator.name
+        self.scores = pickle.loads(path.read_bytes()) if path and path.exists() else {}
+
+    def score(self, pairs):
+        missing = [p for p in pairs if p not in self.scores]
+        if missing:
+            self.scores.update(zip(missing, self.evaluator.score(missing)))
+        return [self.scores[p] for p in pairs]
+
+    def save(self) -> None:
+        if self.path:
+            tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(self.scores))
+            os.replace(tmp, self.path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--index", type=Path, required=True)
+    ap.add_argument("--sample", type=int)
+    ap.add_argument("--cache", type=Path)
+    args = ap.parse_args(argv)
+    qfile = args.questions or args.data / "questions.dev.jsonl"
+    lines = [x for x in qfile.read_text().splitlines() if x.strip()]
+    questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
+    pipes = {
+        name: build.pipeline(Settings(index=args.index, **kw), with_generator=False)
+        for name, (kw, _) in VARIANTS.items()
+    }
+    memo = Memo(next(iter(pipes.values())).evaluator, args.cache)
+    for name, pipe in pipes.items():
+        pipe._scorer.evaluator = memo
+        if VARIANTS[name][1]:
+            pipe._kept = lambda hits, scores: list(zip(hits, scores))
+    rows: dict[tuple[str, str], Counter] = {}
+    for i, q in enumerate(questions, 1):
+        place = "local" if q.get("answer_in_local", True) else "web-only"
+        gold = q["answers"]
+        for name, pipe in pipes.items():
+            r = pipe.evaluate(q["question"])
+            c = rows.setdefault((place, name), Counter())
+            c["n"] += 1
+            c[r.action.value] += 1
+            top3 = any(holds_answer(h.passage.text, gold) for h in r.hits[:3])
+            strips = []
+            if r.action is not Action.INCORRECT:
+                r.internal_knowledge = pipe._internal(r)
+                strips = within_words(pipe._strongest_first(r)[: pipe._top(r)], pipe.knowledge_words)
+            got = any(holds_answer(s.text, gold) for s in strips)
+            c["top3"] += top3
+            c["reader"] += got
+            c["words"] += sum(len(s.text.split()) for s in strips)
+            for action in (Action.CORRECT, Action.AMBIGUOUS):
+                if r.action is action:
+                    c[f"{action.value}_top3"] += top3
+                    c[f"{action.value}_reader"] += got
+        if i % 50 == 0:
+            memo.save()
+            print(f"{i}/{len(questions)}", file=sys.stderr)
+    memo.save()
+    print(f"{len(questions)} questions of {qfile}; evaluator {memo.name}\n")
+    print(
+        "| questions | variant | C/A/I | top 3 | reader | words | Correct: top 3 / reader | Ambiguous: top 3 / reader |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for (place, name), c in sorted(rows.items(), key=lambda kv: kv[0][0]):
+        n = c["n"]
+        print(
+            f"| {place} | {name} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
+            f"{c['reader'] / n:.1%} | {c['words'] / n:.0f} | {c['correct_top3']}/{c['correct_reader']} | "
+            f"{c['ambiguous_top3']}/{c['ambiguous_reader']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
