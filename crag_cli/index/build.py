@@ -210,22 +210,41 @@ def build_index(
     with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
         recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
         return _build_locked(
-            docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
+            _Build(docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start)
         )
 
 
-def _build_locked(
-    docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start
-) -> BuildReport:
-    from ..version import __version__
+@dataclass(frozen=True)
+class _Build:
+    """One build as asked: the folders, the settings, and when it started."""
 
+    docs: Path
+    index_dir: Path  # absolute
+    shown: Path  # as the user named it, for messages
+    passage_words: int
+    tokenizer: TokenizerSettings
+    params: BM25Params
+    force: bool
+    progress: Callable | None
+    include_hidden: bool
+    start: float
+
+
+def _build_locked(job: _Build) -> BuildReport:
+    docs, index_dir, passage_words, tokenizer, force = (
+        job.docs,
+        job.index_dir,
+        job.passage_words,
+        job.tokenizer,
+        job.force,
+    )
     cleaned = files.clean_stale(index_dir)
-    listing = list_files(docs, include_hidden, exclude=[index_dir], is_index=is_crag_index)
+    listing = list_files(docs, job.include_hidden, exclude=[index_dir], is_index=is_crag_index)
     old = None if force else _reusable(index_dir, passage_words, tokenizer)
     try:
         previous = old.sources if old is not None else {}  # (--force, other settings: every file hashed)
         sources = [_source_entry(p, listing.rel(p), previous.get(listing.rel(p))) for p in listing.paths]
-        settings = _fingerprint(passage_words, tokenizer, params)
+        settings = _fingerprint(passage_words, tokenizer, job.params)
         left_out = {"hidden": listing.hidden, "indexes": listing.indexes, "cleaned": cleaned}
         if (
             not force
@@ -241,48 +260,22 @@ def _build_locked(
                 m.get("document_count", 0),
                 len(listing.paths),
                 skipped,
-                time.perf_counter() - start,
+                time.perf_counter() - job.start,
                 **left_out,
                 reused=len(listing.paths),
             )
-        return _write_index(
-            docs,
-            index_dir,
-            shown,
-            listing,
-            sources,
-            settings,
-            old,
-            tokenizer,
-            params,
-            passage_words,
-            progress,
-            start,
-            left_out,
-            __version__,
-        )
+        return _write_index(job, listing, sources, settings, old, left_out)
     finally:
         if old is not None:
             old.passages.close()
 
 
-def _write_index(
-    docs,
-    index_dir,
-    shown,
-    listing,
-    sources,
-    settings,
-    old,
-    tokenizer,
-    params,
-    passage_words,
-    progress,
-    start,
-    left_out,
-    version,
-) -> BuildReport:
+def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old, left_out: dict) -> BuildReport:
     """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
+    from ..version import __version__ as version
+
+    docs, index_dir, shown, tokenizer, params = job.docs, job.index_dir, job.shown, job.tokenizer, job.params
+    passage_words, progress, start = job.passage_words, job.progress, job.start
     import numpy as np
     import scipy.sparse as sp
 
