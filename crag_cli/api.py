@@ -119,9 +119,7 @@ class Crag:
             ray,
         )
         run = BatchRun(self.settings, job, note or (lambda _: None))
-        try:
-            if workers == 1 and ray is None:
-                self.load()
+        try:  # the models load after the input and resume checks, as in crag batch
             return run.run(on_record=on_record, pipeline=self.pipeline)
         finally:
             run.close()

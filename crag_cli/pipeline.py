@@ -258,13 +258,15 @@ class Pipeline:
         external = list(result.external_knowledge.strips) if result.external_knowledge else []
         return strongest_first(internal + external, self.ranking)
 
-    def _keep_strongest(self, result: Result) -> None:
+    def _keep_strongest(self, result: Result) -> list[Strip]:
         """Keep the strongest strips, internal and external together: at most what the action allows.
 
         An Ambiguous question refines both its passages and the web pages; the
         generator gets the best ``strips`` of the two, not ``strips`` of each,
         and no more than ``knowledge_words`` words of them (at least one strip).
         The result keeps only those, so its record shows what the generator read.
+        Returns them, strongest first: the order the prompt shows (fused ranks
+        depend on the set ranked, so the kept strips are not ranked again).
         """
         chosen = within_words(self._strongest_first(result)[: self._top(result)], self.knowledge_words)
         kept = {id(s) for s in chosen}
@@ -272,18 +274,15 @@ class Pipeline:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
         if result.external_knowledge is not None:
             result.external_knowledge.strips = [s for s in result.external_knowledge.strips if id(s) in kept]
+        return chosen
 
-    def _knowledge(self, result: Result) -> list[KnowledgeItem]:
-        """CRAG's knowledge for the prompt: kept strips, internal and external, strongest first.
+    def _knowledge(self, chosen: Sequence[Strip]) -> list[KnowledgeItem]:
+        """CRAG's knowledge for the prompt: the kept strips (internal and external) in their order, strongest first.
 
         Each item carries the evaluator's verdict in words (``high``, ``medium``,
-        ``low``; see :meth:`Thresholds.relevance`). Ties keep internal before
-        external and the original order.
+        ``low``; see :meth:`Thresholds.relevance`).
         """
-        return [
-            KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score))
-            for s in self._strongest_first(result)
-        ]
+        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
 
     def _top(self, result: Result) -> int:
         """Strips the generator gets for this result's action."""
@@ -349,8 +348,7 @@ class Pipeline:
                 result.internal_knowledge = self._internal(result)
             if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
                 result.external_knowledge = self._external(result)
-            self._keep_strongest(result)
-            items = self._knowledge(result)
+            items = self._knowledge(self._keep_strongest(result))
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)

@@ -71,3 +71,26 @@ def test_calibrate_command_writes_a_config_the_other_commands_read(built_index, 
         app, ["--config", str(out), "evaluate", "capital of Germany?", "--index", str(built_index), "--json"]
     )
     assert json.loads(r.stdout)["thresholds"]["upper"] == pytest.approx(report["upper"])
+
+
+def test_a_refused_calibrate_or_train_evaluator_leaves_no_lock_behind(built_index, tmp_path, monkeypatch):
+    """A command refused after it locked its output lets the lock go: the next run gets the same error."""
+    from crag_cli.errors import CragError
+
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "no gold answers here"}) + "\n")
+    out = tmp_path / "crag.toml"
+    for _ in range(2):
+        r = CliRunner().invoke(app, ["calibrate", str(qs), "--index", str(built_index), "--write", str(out)])
+        assert r.exit_code == 1 and "holds no question with gold answers" in r.output, r.output
+    assert not list(tmp_path.glob(".*crag-lock"))
+
+    def missing_extra(model):
+        raise CragError(f"model {model} needs an extra that is not installed")
+
+    monkeypatch.setattr("crag_cli.generator.check_model", missing_extra)  # refused after the locks are taken
+    args = ["train-evaluator", "--synthetic", "3", "--index", str(built_index), "--out", str(tmp_path / "ev")]
+    for _ in range(2):
+        r = CliRunner().invoke(app, [*args, "--save-synthetic", str(tmp_path / "pairs.jsonl")])
+        assert r.exit_code == 1 and "needs an extra" in r.output, r.output
+    assert not list(tmp_path.glob(".*crag-lock"))

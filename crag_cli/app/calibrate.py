@@ -49,7 +49,11 @@ class CalibrateRun:
             except CragError:
                 self.close()
                 raise
-        self.questions = gold_questions(input, limit, note)
+        try:
+            self.questions = gold_questions(input, limit, note)
+        except CragError:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self.lock is not None:

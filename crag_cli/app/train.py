@@ -66,20 +66,20 @@ class TrainRun:
         self.config = replace(job.config, base=base_name, threads=settings.threads, strip_mode=settings.strip_mode)
         self.inputs = [x for x in (job.questions, job.pairs, settings.index, base_folder) if x is not None]
         check_output_folder(job.out, self.inputs)  # (an input at --out itself, or inside it, is refused there too)
+        self.generator = None
         try:
             self.locks.append(Lock(job.out, "evaluator folder").__enter__())  # held until close()
             if job.save_synthetic is not None:
                 self.locks.append(Lock(job.save_synthetic, "synthetic pairs file").__enter__())
+            if job.synthetic is not None:  # the generator is checked before the index or any model loads
+                from .. import build
+                from ..generator import check_model
+
+                check_model(settings.model)
+                self.generator = build.generator(settings)
         except CragError:
             self.close()
             raise
-        self.generator = None
-        if job.synthetic is not None:  # the generator is checked before the index or any model loads
-            from .. import build
-            from ..generator import check_model
-
-            check_model(settings.model)
-            self.generator = build.generator(settings)
 
     def _check_save_synthetic(self, check_output_file) -> None:
         job, save = self.job, self.job.save_synthetic

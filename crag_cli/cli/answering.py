@@ -364,6 +364,7 @@ def batch(
         ray=ray_address or ("local" if ray else None),
         config=(ctx.obj or {}).get("config"),
     )
+    run = None
     try:
         run = BatchRun(settings, job, note=lambda line: err.print(line, markup=False))
         ctx.call_on_close(run.close)  # however the command ends
@@ -372,7 +373,8 @@ def batch(
     except CragError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        where = f"; the records so far are in {run.partial}: go on with --resume" if run.partial else ""
+        partial = run.partial if run is not None else None
+        where = f"; the records so far are in {partial}: go on with --resume" if partial else ""
         err.print(f"crag: interrupted{where}", markup=False)
         raise typer.Exit(130)
     err.print(report.line(), markup=False)
