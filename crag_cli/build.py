@@ -7,7 +7,7 @@ from .evaluator import Evaluator, build_evaluator
 from .generator import LlamaGenerator, check_model
 from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
-from .settings import Settings
+from .settings import Settings, stage_settings
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -56,13 +56,7 @@ def pipeline(
         thresholds=th,
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_generator else None,
-        top_k=settings.top_k,
-        strip_mode=settings.strip_mode,
-        strips=settings.strips,
-        strips_correct=settings.strips_correct,
-        refine_knowledge=settings.refine,
-        ranking=settings.ranking,
-        knowledge_words=settings.knowledge_words,
+        **stage_settings(settings, "retrieval", "refine"),
         task=settings.task,
         max_tokens=settings.max_tokens,
     )

@@ -113,7 +113,7 @@ class Pipeline:
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
         evaluator is sure, the generator gets fewer and stronger strips.
-    refine_knowledge : bool
+    refine : bool
         ``False`` gives the paper's "w/o refinement" ablation: kept passages go
         to the generator whole.
     knowledge_words : int, optional
@@ -140,7 +140,7 @@ class Pipeline:
         strip_mode: str = "excerption",
         strips: int = 5,
         strips_correct: int | None = None,
-        refine_knowledge: bool = True,
+        refine: bool = True,
         ranking: str = "evaluator",
         knowledge_words: int | None = None,
         task: str = "popqa",
@@ -157,7 +157,7 @@ class Pipeline:
         self.strip_mode = strip_mode
         self.strips = strips
         self.strips_correct = strips if strips_correct is None else strips_correct
-        self.refine_knowledge = refine_knowledge
+        self.refine_knowledge = refine  # (the name ``refine`` is the module's function)
         self.ranking = ranking
         self.knowledge_words = knowledge_words
         self.task = task

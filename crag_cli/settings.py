@@ -267,6 +267,15 @@ def answer_settings() -> tuple[str, ...]:
     return tuple(n for n in Settings.model_fields if changes_answers(n))
 
 
+def stage_settings(settings: "Settings", *groups: str) -> dict[str, Any]:
+    """The values of the settings of ``groups``, by name: what :mod:`crag_cli.build` hands a stage.
+
+    A stage takes its settings as keyword arguments named as the settings, so a
+    new setting of its group reaches it with no wiring in between.
+    """
+    return {name: getattr(settings, name) for name in names_in(*groups)}
+
+
 def names_in(*groups: str) -> tuple[str, ...]:
     """The settings of the given groups, in declaration order."""
     return tuple(n for n in Settings.model_fields if group(n) in groups)
@@ -379,5 +388,6 @@ __all__ = [
     "markdown_table",
     "answer_settings",
     "changes_answers",
+    "stage_settings",
     "WEB_BACKENDS",
 ]

@@ -82,3 +82,15 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
         if other is None:
             other = (not current) if isinstance(current, bool) else (current or 2) - 1
         assert run_identity(base.replace(**{name: other}), "crag", th, {})[name] != before[name], name
+
+
+def test_the_pipeline_takes_each_retrieval_and_refine_setting_by_its_own_name():
+    """build.py hands the pipeline its groups' settings by name: a new refine setting needs no wiring there."""
+    import inspect
+
+    from crag_cli.pipeline import Pipeline
+    from crag_cli.settings import names_in, stage_settings
+
+    params = inspect.signature(Pipeline).parameters
+    assert set(names_in("retrieval", "refine")) <= set(params)
+    assert stage_settings(Settings(strips=4, refine=False), "refine")["strips"] == 4
