@@ -17,15 +17,21 @@ def thresholds(settings: Settings) -> Thresholds:
 
 
 def evaluator(settings: Settings) -> Evaluator:
-    ev = build_evaluator(settings.evaluator, settings.batch_size, settings.max_length)
+    own = stage_settings(settings, "evaluator")  # the evaluator's own settings, by name
+    ev = build_evaluator(own.pop("evaluator"), **own)
     if hasattr(ev, "use_thresholds"):  # a trained evaluator's topic guard follows the thresholds in force
         th = thresholds(settings)
         ev.use_thresholds(th.upper, th.lower)
     return ev
 
 
+PROMPT_SETTINGS = ("task", "max_tokens")  # generator settings that the pipeline uses (the prompt and its answer)
+
+
 def generator(settings: Settings) -> LlamaGenerator:
-    return LlamaGenerator(settings.model, settings.n_ctx, settings.temperature, settings.seed, settings.threads)
+    return LlamaGenerator(
+        **{k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
+    )
 
 
 def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGenerator | None, th: Thresholds):
@@ -57,6 +63,5 @@ def pipeline(
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_generator else None,
         **stage_settings(settings, "retrieval", "refine"),
-        task=settings.task,
-        max_tokens=settings.max_tokens,
+        **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

@@ -94,3 +94,17 @@ def test_the_pipeline_takes_each_retrieval_and_refine_setting_by_its_own_name():
     params = inspect.signature(Pipeline).parameters
     assert set(names_in("retrieval", "refine")) <= set(params)
     assert stage_settings(Settings(strips=4, refine=False), "refine")["strips"] == 4
+
+
+def test_the_evaluator_and_the_generator_take_their_settings_by_name():
+    import inspect
+
+    from crag_cli.build import PROMPT_SETTINGS
+    from crag_cli.evaluator import build_evaluator
+    from crag_cli.generator import LlamaGenerator
+    from crag_cli.settings import names_in
+
+    evaluator = set(inspect.signature(build_evaluator).parameters) | {"evaluator"}  # the spec, first
+    assert set(names_in("evaluator")) <= evaluator
+    generator = set(inspect.signature(LlamaGenerator).parameters) | set(PROMPT_SETTINGS)
+    assert set(names_in("generator")) <= generator
