@@ -156,7 +156,7 @@ class WebSearch:
             self.filter_threshold,
             self.ranking,
             self.strips_scored,
-            lexical_rank=True,
+            lexical_rank=self.ranking == "fused",  # BM25 ranks only where the ranking reads them
         )
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
         ext.error = "; ".join(notes) or None
