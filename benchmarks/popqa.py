@@ -18,7 +18,7 @@ generator and web (no web cache, so every mode pays for its searches):
 ``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5
 ``rag+web``             the top-k passages plus web knowledge, always
 ``crag``                CRAG (evaluate, act, refine, search when needed)
-``crag-no-refine``      CRAG whose kept passages go whole to the generator
+``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
 ======================  =====================================================
 
@@ -80,11 +80,11 @@ MODES = {
     "rag-k10": ["--mode", "rag", "--top-k", "10"],  # = rag (k = 10, crag's default), named for tables that show all k
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
-    "crag-no-refine": ["--mode", "crag", "--no-refine", "WEB"],
+    "crag-refine": ["--mode", "crag", "--refine", "WEB"],
     "crag-no-rewrite": ["--mode", "crag", "--no-rewrite", "WEB"],
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
-EVALUATES = {"crag", "crag-no-refine", "crag-no-rewrite"}  # the modes whose --evaluator matters
+EVALUATES = {"crag", "crag-refine", "crag-no-rewrite"}  # the modes whose --evaluator matters
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
@@ -552,7 +552,7 @@ def main() -> None:
     parser.add_argument(
         "--sample", type=int, default=None, help="N questions spread over the file (every len/N-th), after --limit"
     )
-    parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-no-refine,crag-no-rewrite")
+    parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)

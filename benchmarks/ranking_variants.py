@@ -4,10 +4,11 @@
 
 For each question: retrieve (k = 10), score, decide the action, refine as each
 variant would, and keep the strips the generator would get (no generator, no
-web). Variants: crag before issue 31 (``--ranking evaluator``, no word bound),
-crag now (the defaults: ``--ranking fused``, ``--knowledge-words 300``), and,
-for the record, fused ranking over every retrieved passage rather than the
-kept ones (not shipped: see ``benchmarks/results/covidqa-heldout/README.md``).
+web). Variants: crag before issue 31 (excerption strips of the passages scoring
+at least the lower threshold, ``--ranking evaluator``, no word bound); issue
+31's first change (``--ranking fused``, ``--knowledge-words 300``); for the
+record, that change over every retrieved passage; and crag now (the defaults:
+the passages scoring at least the filter threshold, whole, fused, 300 words).
 Prints per local and web-only questions: the actions, how often the gold span
 (whole words) is in the top 3 passages (what plain RAG with k = 3 reads) and
 in what the reader gets, the words it gets, and the same for the Correct and
@@ -35,10 +36,20 @@ from crag_cli.match import holds_answer  # noqa: E402
 from crag_cli.refine import within_words  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
+# name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
+# "filter" (crag's rule now: Pipeline._kept), or "all")
 VARIANTS = {
-    "before (ranking evaluator, no word bound)": ({"ranking": "evaluator", "knowledge_words": 100000}, False),
-    "now (ranking fused, 300 words)": ({}, False),
-    "fused over every retrieved passage (not shipped)": ({"ranking": "fused"}, True),
+    "before (strips, ranking evaluator, no word bound)": (
+        {"refine": True, "ranking": "evaluator", "knowledge_words": 100000},
+        "lower",
+    ),
+    "issue 31 first (strips, ranking fused, 300 words)": ({"refine": True}, "lower"),
+    "strips fused over every retrieved passage (not shipped)": ({"refine": True}, "all"),
+    "now (passages whole, at least filter, fused, 300 words)": ({}, "filter"),
+}
+KEPT = {
+    "lower": lambda pipe: lambda hits, scores: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.lower],
+    "all": lambda pipe: lambda hits, scores: list(zip(hits, scores)),
 }
 
 
@@ -80,8 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     memo = Memo(next(iter(pipes.values())).evaluator, args.cache)
     for name, pipe in pipes.items():
         pipe._scorer.evaluator = memo
-        if VARIANTS[name][1]:
-            pipe._kept = lambda hits, scores: list(zip(hits, scores))
+        rule = VARIANTS[name][1]
+        if rule in KEPT:
+            pipe._kept = KEPT[rule](pipe)
     rows: dict[tuple[str, str], Counter] = {}
     for i, q in enumerate(questions, 1):
         place = "local" if q.get("answer_in_local", True) else "web-only"

@@ -173,6 +173,28 @@ def strongest_first(strips: Sequence[Strip], ranking: str = "evaluator") -> list
     return [strips[i] for i in sorted(range(len(strips)), key=lambda i: -fused[i])]
 
 
+def distinct(strips: Sequence[Strip]) -> list[Strip]:
+    """``strips`` without repeats: a strip whose text (spacing and case aside) an earlier one has is dropped.
+
+    A folder often holds the same paragraph in two files; the copy tells the
+    reader nothing new and takes the place of another strip.
+
+    Examples
+    --------
+    >>> s = [Strip("A  b", "x", "", (0, 0), 0.9), Strip("a b", "y", "", (1, 0), 0.8), Strip("c", "y", "", (1, 1), 0.1)]
+    >>> [x.source for x in distinct(s)]
+    ['x', 'y']
+    """
+    seen: set[str] = set()
+    kept = []
+    for strip in strips:
+        key = " ".join(strip.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(strip)
+    return kept
+
+
 def within_words(strips: Sequence[Strip], max_words: int | None) -> list[Strip]:
     """The longest prefix of ``strips`` holding at most ``max_words`` words, and never less than the first strip.
 

@@ -90,10 +90,15 @@ class Settings(BaseModel):
         None, "Lower threshold: Incorrect if all scores < it.", "thresholds", answers=True, ge=-1, le=1
     )
     filter_threshold: Optional[float] = setting(
-        None, "Strips scoring below it are dropped.", "thresholds", answers=True, ge=-1, le=1
+        None, "Passages and strips scoring below it are dropped.", "thresholds", answers=True, ge=-1, le=1
     )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
-        "excerption", "How passages are cut into strips: " + ", ".join(STRIP_MODES) + ".", "refine", answers=True
+        "excerption",
+        "How web pages (and, with --refine, the retrieved passages) are cut into strips: "
+        + ", ".join(STRIP_MODES)
+        + ".",
+        "refine",
+        answers=True,
     )
     strips: int = setting(
         5,
@@ -111,7 +116,13 @@ class Settings(BaseModel):
         ge=1,
         le=100,
     )
-    refine: bool = setting(True, "Refine knowledge into strips (off: kept passages go whole).", "refine", answers=True)
+    refine: bool = setting(
+        False,
+        "Cut the retrieved passages into strips too (web pages always are); off: each kept passage is one strip, "
+        "whole (a passage is at most the index's 100 words; cutting it lost the sentences around the answer).",
+        "refine",
+        answers=True,
+    )
     ranking: Literal[RANKINGS] = setting(  # type: ignore[valid-type]
         "fused",
         "Strongest strips: fused (the evaluator's score fused with the retrieval order) or evaluator "

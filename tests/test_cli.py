@@ -91,6 +91,7 @@ def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_
         "-1",
         "--max-tokens",
         "8",
+        "--refine",
     )
     assert r.exit_code == 0, r.output
     assert "action: CORRECT" in r.stderr and "Berlin" in r.stderr and "source [1] berlin.md#0" in r.stderr
@@ -110,6 +111,7 @@ def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_
         "-1",
         "--max-tokens",
         "8",
+        "--refine",
         "--json",
     )
     rec = json.loads(r2.stdout)
@@ -285,6 +287,8 @@ def test_no_refine_gives_whole_passages(built_index, tiny_gguf):
         "--upper",
         "-1",
         "--lower",
+        "-1",
+        "--filter-threshold",
         "-1",
         "--max-tokens",
         "2",

@@ -94,12 +94,14 @@ def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
     questions = ["What is Ole Krarup's occupation?", "Where did Ole Krarup die?", "What did Anna Berg do?"]
     passages = [p + " It is a longer passage now. It has more strips than one." for p in PASSAGES]  # 2 strips each
     one_by_one = FakeEvaluator(SCORES)
-    pipe = Pipeline(FakeRetriever(passages), one_by_one, TH, FakeGenerator("x"), strips=5, strips_correct=2)
+    pipe = Pipeline(
+        FakeRetriever(passages), one_by_one, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True
+    )
     want = [to_record(pipe.run(q)) for q in questions]
     assert one_by_one.calls == 2 * len(questions)  # passages, then strips, per question
 
     grouped = FakeEvaluator(SCORES)
-    pipe = Pipeline(FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2)
+    pipe = Pipeline(FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True)
     pipe.score_ahead(questions)
     assert grouped.calls == 2  # every passage, then every strip refinement will need
     got = [pipe.run(q) for q in questions]
@@ -146,3 +148,36 @@ def test_knowledge_words_bounds_what_the_generator_reads_but_keeps_one_strip():
         result = pipe.run("Which passage?")
         assert result.action is Action.AMBIGUOUS
         assert len(reference(gen)) == expected == len(result.internal_knowledge), budget
+
+
+def test_kept_passages_go_whole_and_a_passage_under_lower_but_over_filter_is_kept():
+    """By default a passage is one strip; the filter threshold, not the lower one, decides what is kept."""
+    passages = [
+        "Intro sentence about viruses in general. The bovine coronavirus genome is about 31 kb long.",
+        "Bovine coronavirus is studied in herds. Its genome size matters for sequencing.",
+        "Unrelated text about seals and hunting.",
+    ]
+    scores = {"31 kb": -0.2, "herds": 0.7, "seals": -0.9}  # 31 kb: under lower (0), over filter (-0.5)
+    gen = FakeGenerator("31 kb")
+    pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
+    result = pipe.run("What is the size of the bovine coronavirus genome?")
+    assert result.action is Action.CORRECT
+    assert [s.text for s in result.internal_knowledge] == passages[:2]  # whole, and the seal passage dropped
+    assert len(reference(gen)) == 2 and "Intro sentence" in reference(gen)[1]
+
+
+def test_a_repeated_passage_reaches_the_generator_once():
+    """The same paragraph in two files takes one place in the prompt, not two."""
+    passages = [
+        "Ole Krarup was a Danish politician.",
+        "Exception handlers are specified with the try statement.",
+        "Exception  handlers are specified with the try statement.",  # a copy (spacing aside)
+        "Ole Krarup sat in the European Parliament.",
+    ]
+    gen = FakeGenerator("politician")
+    pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.2), TH, gen, strips=3)
+    result = pipe.run("What is Ole Krarup's occupation?")
+    texts = [line.split(") ", 1)[1] for line in reference(gen)]
+    assert sum("Exception" in t for t in texts) == 1
+    assert len(texts) == 3 and "European Parliament" in texts[2]
+    assert len(result.internal_knowledge) == 3
