@@ -7,8 +7,10 @@ variant would, and keep the strips the generator would get (no generator, no
 web). Variants: crag before issue 31 (excerption strips of the passages scoring
 at least the lower threshold, ``--ranking evaluator``, no word bound); issue
 31's first change (``--ranking fused``, ``--knowledge-words 300``); for the
-record, that change over every retrieved passage; and crag now (the defaults:
-the passages scoring at least the filter threshold, whole, fused, 300 words).
+record, that change over every retrieved passage; whole passages over the
+filter threshold for every action (commit 999daa2); and crag now (the defaults:
+whole passages, those over the lower threshold when Correct and over the filter
+threshold when Ambiguous, fused, 300 words).
 Prints per local and web-only questions: the actions, how often the gold span
 (whole words) is in the top 3 passages (what plain RAG with k = 3 reads) and
 in what the reader gets, the words it gets, and the same for the Correct and
@@ -37,7 +39,7 @@ from crag_cli.refine import within_words  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 # name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
-# "filter" (crag's rule now: Pipeline._kept), or "all")
+# "filter", "all", or None: crag's own rule, Pipeline._kept)
 VARIANTS = {
     "before (strips, ranking evaluator, no word bound)": (
         {"refine": True, "ranking": "evaluator", "knowledge_words": 100000},
@@ -45,10 +47,12 @@ VARIANTS = {
     ),
     "issue 31 first (strips, ranking fused, 300 words)": ({"refine": True}, "lower"),
     "strips fused over every retrieved passage (not shipped)": ({"refine": True}, "all"),
-    "now (passages whole, at least filter, fused, 300 words)": ({}, "filter"),
+    "passages whole, at least filter for every action (999daa2)": ({}, "filter"),
+    "now (passages whole; Correct: at least lower, else filter)": ({}, None),
 }
 KEPT = {
     "lower": lambda pipe: lambda hits, scores: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.lower],
+    "filter": lambda pipe: lambda hits, scores: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.filter],
     "all": lambda pipe: lambda hits, scores: list(zip(hits, scores)),
 }
 

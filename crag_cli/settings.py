@@ -90,7 +90,12 @@ class Settings(BaseModel):
         None, "Lower threshold: Incorrect if all scores < it.", "thresholds", answers=True, ge=-1, le=1
     )
     filter_threshold: Optional[float] = setting(
-        None, "Passages and strips scoring below it are dropped.", "thresholds", answers=True, ge=-1, le=1
+        None,
+        "Strips, and the passages of an Ambiguous question, scoring below it are dropped.",
+        "thresholds",
+        answers=True,
+        ge=-1,
+        le=1,
     )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
         "excerption",

@@ -150,20 +150,23 @@ def test_knowledge_words_bounds_what_the_generator_reads_but_keeps_one_strip():
         assert len(reference(gen)) == expected == len(result.internal_knowledge), budget
 
 
-def test_kept_passages_go_whole_and_a_passage_under_lower_but_over_filter_is_kept():
-    """By default a passage is one strip; the filter threshold, not the lower one, decides what is kept."""
+def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
+    """A passage is one strip; Correct keeps the passages over lower, Ambiguous every one over the filter."""
     passages = [
         "Intro sentence about viruses in general. The bovine coronavirus genome is about 31 kb long.",
         "Bovine coronavirus is studied in herds. Its genome size matters for sequencing.",
         "Unrelated text about seals and hunting.",
     ]
-    scores = {"31 kb": -0.2, "herds": 0.7, "seals": -0.9}  # 31 kb: under lower (0), over filter (-0.5)
-    gen = FakeGenerator("31 kb")
-    pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
-    result = pipe.run("What is the size of the bovine coronavirus genome?")
-    assert result.action is Action.CORRECT
-    assert [s.text for s in result.internal_knowledge] == passages[:2]  # whole, and the seal passage dropped
-    assert len(reference(gen)) == 2 and "Intro sentence" in reference(gen)[1]
+    question = "What is the size of the bovine coronavirus genome?"
+    # 31 kb: under lower (0) but over the filter (-0.5); seals: under the filter
+    for herds, action, kept in ((0.7, Action.CORRECT, [1]), (0.3, Action.AMBIGUOUS, [0, 1])):
+        scores = {"31 kb": -0.2, "herds": herds, "seals": -0.9}
+        gen = FakeGenerator("31 kb")
+        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
+        result = pipe.run(question)
+        assert result.action is action
+        assert [s.text for s in result.internal_knowledge] == [passages[i] for i in kept]  # whole passages
+        assert sorted(line.split(") ", 1)[1] for line in reference(gen)) == sorted(passages[i] for i in kept)
 
 
 def test_a_repeated_passage_reaches_the_generator_once():
