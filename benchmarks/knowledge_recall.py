@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         for k in (3, 5, 10):
             c[f"top{k}"] += any(holds_answer(t, gold) for t in texts[:k])
         kept = (
-            [h.passage.text for h, _ in pipe._kept(result.hits, result.scores)]
+            [h.passage.text for h, _ in pipe._kept(result.hits, result.scores, result.action)]
             if result.action is not Action.INCORRECT
             else []
         )

@@ -51,9 +51,13 @@ VARIANTS = {
     "now (passages whole; Correct: at least lower, else filter)": ({}, None),
 }
 KEPT = {
-    "lower": lambda pipe: lambda hits, scores: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.lower],
-    "filter": lambda pipe: lambda hits, scores: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.filter],
-    "all": lambda pipe: lambda hits, scores: list(zip(hits, scores)),
+    "lower": lambda pipe: (
+        lambda hits, scores, action: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.lower]
+    ),
+    "filter": lambda pipe: (
+        lambda hits, scores, action: [(h, s) for h, s in zip(hits, scores) if s >= pipe.thresholds.filter]
+    ),
+    "all": lambda pipe: lambda hits, scores, action: list(zip(hits, scores)),
 }
 
 

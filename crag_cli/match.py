@@ -17,12 +17,17 @@ STOP_WORDS = frozenset(
 )
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` with case and runs of white space folded: the key under which two texts are the same text.
+
+    >>> fold("  The  Pass\tStatement ")
+    'the pass statement'
+    """
     return " ".join(text.casefold().split())
 
 
 def _phrase_pattern(phrase: str) -> str:
-    return rf"(?<!\w){re.escape(_fold(phrase))}(?!\w)"
+    return rf"(?<!\w){re.escape(fold(phrase))}(?!\w)"
 
 
 def contains_phrase(text: str, phrase: str) -> bool:
@@ -31,7 +36,7 @@ def contains_phrase(text: str, phrase: str) -> bool:
     "Whole words": the match is not preceded or followed by a letter or digit,
     so "pol" is not found in "policy", but "U.S." is found in "the U.S. Navy".
     """
-    return bool(_fold(phrase)) and re.search(_phrase_pattern(phrase), _fold(text)) is not None
+    return bool(fold(phrase)) and re.search(_phrase_pattern(phrase), fold(text)) is not None
 
 
 def holds_answer(text: str, answers: Sequence[str], whole_word: bool = True) -> bool:
@@ -53,8 +58,8 @@ def holds_answer(text: str, answers: Sequence[str], whole_word: bool = True) -> 
     if not whole_word:
         low = text.lower()
         return any(a and a.lower() in low for a in answers)
-    folded = _fold(text)  # once, not once per alias
-    return any(_fold(a) and re.search(_phrase_pattern(a), folded) for a in answers)
+    folded = fold(text)  # once, not once per alias
+    return any(fold(a) and re.search(_phrase_pattern(a), folded) for a in answers)
 
 
 def normalise_answer(answer: str) -> str:

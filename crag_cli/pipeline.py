@@ -191,12 +191,11 @@ class Pipeline:
         strips = []
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            if (
-                self.refine_knowledge
-                and decide(scores, self.thresholds.upper, self.thresholds.lower) is not Action.INCORRECT
-            ):
+            action = decide(scores, self.thresholds.upper, self.thresholds.lower)
+            if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
-                    KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in self._kept(hs, scores)
+                    KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
+                    for h, _ in self._kept(hs, scores, action)
                 ]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
         strips = [p for p in dict.fromkeys(strips) if p not in self._scorer.ahead]
@@ -206,7 +205,7 @@ class Pipeline:
         for q in qs:
             self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
 
-    def _kept(self, hits: Sequence[Hit], scores: Sequence[float]) -> list[tuple[Hit, float]]:
+    def _kept(self, hits: Sequence[Hit], scores: Sequence[float], action: Action) -> list[tuple[Hit, float]]:
         """The passages that refinement reads, with their scores; which depends on how sure the evaluator is.
 
         Correct (the evaluator is sure): the passages scoring at least the lower
@@ -223,8 +222,7 @@ class Pipeline:
         in-domain evaluator was right to drop them.
         ``benchmarks/results/knowledge-recall/README.md``.
         """
-        sure = decide(scores, self.thresholds.upper, self.thresholds.lower) is Action.CORRECT
-        floor = self.thresholds.lower if sure else self.thresholds.filter
+        floor = self.thresholds.lower if action is Action.CORRECT else self.thresholds.filter
         return [(h, s) for h, s in zip(hits, scores) if s >= floor]
 
     # ------------------------------------------------------------------ stages
@@ -245,7 +243,7 @@ class Pipeline:
 
         With ``refine_knowledge=False`` those passages are returned whole, one strip each.
         """
-        kept = self._kept(result.hits, result.scores)
+        kept = self._kept(result.hits, result.scores, result.action)
         if not self.refine_knowledge:
             return [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .corpus import split_sentences
 from .evaluator import Evaluator
+from .match import fold
 
 STRIP_MODES = ("excerption", "fixed_num", "selection")
 RANKINGS = ("fused", "evaluator")
@@ -188,7 +189,7 @@ def distinct(strips: Sequence[Strip]) -> list[Strip]:
     seen: set[str] = set()
     kept = []
     for strip in strips:
-        key = " ".join(strip.text.lower().split())
+        key = fold(strip.text)
         if key not in seen:
             seen.add(key)
             kept.append(strip)

@@ -19,7 +19,7 @@ from ..evaluator import (
     parse_spec,
     read_trained,
 )
-from ..match import holds_answer
+from ..match import fold, holds_answer
 
 
 class TrainingError(CragError):
@@ -145,7 +145,7 @@ def write_labelled_pairs(pairs: Iterable[LabelledPair], path: Path) -> None:
 
 def question_key(question: str) -> str:
     """A question's text folded (case, runs of white space), so that one question asked twice is one question."""
-    return " ".join(question.casefold().split())
+    return fold(question)
 
 
 def question_fingerprint(question: str) -> str:
