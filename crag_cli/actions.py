@@ -67,7 +67,13 @@ MINILM_LOWER = 0.1424
 MINILM_FILTER = 0.0733
 
 
-def decide(scores: Sequence[float], upper: float, lower: float) -> Action:
+def decide(
+    scores: Sequence[float],
+    upper: float,
+    lower: float,
+    support: Sequence[float | None] | None = None,
+    lexical_support: float | None = None,
+) -> Action:
     """The CRAG action for a question's passage scores.
 
     Parameters
@@ -76,21 +82,43 @@ def decide(scores: Sequence[float], upper: float, lower: float) -> Action:
         One evaluator score per retrieved passage.
     upper, lower : float
         Thresholds with ``lower <= upper``.
+    support : sequence of float or None, optional
+        Each passage's lexical support (:attr:`crag_cli.index.Hit.support`).
+    lexical_support : float, optional
+        Retrieval is judged Incorrect only when the evaluator and the words agree:
+        a passage holding at least this share of the question's term weight turns
+        Incorrect into Ambiguous (its passages go to the reader beside the web's).
+        ``None``: the evaluator alone, as in the paper.
 
     Returns
     -------
     Action
         ``CORRECT`` if ``max(scores) >= upper``; ``INCORRECT`` if every score is
-        ``< lower`` (always so when ``scores`` is empty); else ``AMBIGUOUS``.
+        ``< lower`` (always so when ``scores`` is empty) and no passage has the
+        lexical support; else ``AMBIGUOUS``.
+
+    Examples
+    --------
+    >>> decide([-0.9, -0.8], upper=0.5, lower=-0.6).value
+    'incorrect'
+    >>> decide([-0.9, -0.8], upper=0.5, lower=-0.6, support=[0.3, 0.8], lexical_support=0.7).value
+    'ambiguous'
     """
     if not scores:
         return Action.INCORRECT
     best = max(scores)
     if best >= upper:
         return Action.CORRECT
-    if best < lower:
+    if best < lower and not supported(support, lexical_support):
         return Action.INCORRECT
     return Action.AMBIGUOUS
+
+
+def supported(support: Sequence[float | None] | None, lexical_support: float | None) -> bool:
+    """Whether some passage holds at least ``lexical_support`` of the question's term weight (``None``: no)."""
+    if lexical_support is None or not support:
+        return False
+    return any(s is not None and s >= lexical_support for s in support)
 
 
 def resolve_thresholds(

@@ -125,6 +125,45 @@ def count_terms(token_ids: Sequence[Sequence[int]], n_terms: int):
     return m
 
 
+def term_support(held: np.ndarray, df: np.ndarray, n: int) -> np.ndarray:
+    """The share of a query's term weight that each passage holds: lexical support for a retrieved passage.
+
+    A term weighs its IDF in the collection, Lucene's ``log(1 + (n - df + 0.5) /
+    (df + 0.5))``, positive even for a term in most passages and largest for a
+    term that no passage holds (a question about something the collection never
+    names gets little support from any passage). A passage's support is the
+    weight of the terms it holds over the weight of all the query's terms.
+
+    Parameters
+    ----------
+    held : numpy.ndarray of bool, shape (passages, terms)
+        Whether each passage holds each of the query's distinct terms.
+    df : numpy.ndarray of int, shape (terms,)
+        How many of the collection's passages hold each term.
+    n : int
+        Passages in the collection.
+
+    Returns
+    -------
+    numpy.ndarray
+        One value in [0, 1] per passage (0 for every passage of a query with no terms).
+
+    Examples
+    --------
+    A rare term (1 passage of 100) weighs more than a common one (50 of 100):
+
+    >>> s = term_support(np.array([[True, False], [False, True]]), np.array([1, 50]), 100)
+    >>> [round(float(x), 2) for x in s]
+    [0.86, 0.14]
+    """
+    held = np.asarray(held, dtype=bool)
+    w = np.log1p((n - np.asarray(df, dtype=np.float64) + 0.5) / (np.asarray(df, dtype=np.float64) + 0.5))
+    total = w.sum()
+    if held.size == 0 or total <= 0:
+        return np.zeros(held.shape[0])
+    return (held * w).sum(axis=1) / total
+
+
 @dataclass
 class TermMatrix:
     """The index's terms: vocabulary, and per term the passages holding it, with counts and BM25 weights.

@@ -12,13 +12,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .actions import Action, Thresholds, decide
+from .actions import Action, Thresholds, decide, supported
 from .match import holds_answer, is_grounded
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
 from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
-from .refine import KnowledgeSource, Strip, distinct, refine, strip_pieces, strongest_first, within_words
+from .refine import (
+    KnowledgeSource,
+    Strip,
+    distinct,
+    interleave,
+    refine,
+    strip_pieces,
+    strongest_first,
+    within_words,
+)
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
@@ -104,6 +113,11 @@ class Pipeline:
         External knowledge for Incorrect / Ambiguous; ``None`` means no web.
     top_k : int
         Passages retrieved per question.
+    lexical_support : float, optional
+        Incorrect needs the evaluator and the words to agree: a retrieved passage
+        holding this share of the question's term weight makes the action
+        Ambiguous instead (see :func:`crag_cli.actions.decide`); ``None``: the
+        evaluator alone.
     strip_mode : str
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
@@ -138,6 +152,7 @@ class Pipeline:
         generator: Generator | None = None,
         web: WebCorrector | None = None,
         top_k: int = 10,
+        lexical_support: float | None = None,
         strip_mode: str = "excerption",
         strips: int = 5,
         strips_correct: int | None = None,
@@ -155,6 +170,7 @@ class Pipeline:
         self.generator = generator
         self.web = web
         self.top_k = top_k
+        self.lexical_support = lexical_support
         self.strip_mode = strip_mode
         self.strips = strips
         self.strips_correct = strips if strips_correct is None else strips_correct
@@ -191,7 +207,7 @@ class Pipeline:
         strips = []
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            action = decide(scores, self.thresholds.upper, self.thresholds.lower)
+            action = self._decide(hs, scores)
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
@@ -209,21 +225,26 @@ class Pipeline:
         """The passages that refinement reads, with their scores; which depends on how sure the evaluator is.
 
         Correct (the evaluator is sure): the passages scoring at least the lower
-        threshold, those it judged relevant. Ambiguous (unsure): every passage
+        threshold, those it judged relevant, and those over the filter threshold
+        that hold ``lexical_support`` of the question's term weight (the words
+        agree where the evaluator is lukewarm). Ambiguous (unsure): every passage
         scoring at least the filter threshold, so that what retrieval found
         reaches the reader when the evaluator cannot tell, the safe fallback.
         (Incorrect keeps none: the pipeline does not refine it.)
 
-        On the diagnosis questions this gets the gold span to the reader for
-        41.1% of COVID-QA's local questions (the evaluator out of its domain;
-        33.3% with strips of the passages over the lower threshold) and 79.5%
-        of PopQA's (78.1%). Keeping the filter threshold's passages for Correct
-        questions too (999daa2) cost PopQA 5 answers of 200 and gained 1: the
-        in-domain evaluator was right to drop them.
+        Keeping the filter threshold's passages for Correct questions regardless
+        of their words (999daa2) cost PopQA 5 answers of 200 and gained 1: the
+        in-domain evaluator was right to drop them (namesakes).
         ``benchmarks/results/knowledge-recall/README.md``.
         """
-        floor = self.thresholds.lower if action is Action.CORRECT else self.thresholds.filter
-        return [(h, s) for h, s in zip(hits, scores) if s >= floor]
+        if action is not Action.CORRECT:
+            return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
+        return [
+            (h, s)
+            for h, s in zip(hits, scores)
+            if s >= self.thresholds.lower
+            or (s >= self.thresholds.filter and supported([h.support], self.lexical_support))
+        ]
 
     # ------------------------------------------------------------------ stages
     def evaluate(self, question: str, result: Result | None = None) -> Result:
@@ -235,8 +256,13 @@ class Pipeline:
         with _Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
         result.thresholds = self.thresholds
-        result.action = decide(result.scores, self.thresholds.upper, self.thresholds.lower)
+        result.action = self._decide(result.hits, result.scores)
         return result
+
+    def _decide(self, hits: Sequence[Hit], scores: Sequence[float]) -> Action:
+        """The action from the evaluator's scores and the passages' lexical support."""
+        support = [h.support for h in hits]
+        return decide(scores, self.thresholds.upper, self.thresholds.lower, support, self.lexical_support)
 
     def _internal(self, result: Result) -> list[Strip]:
         """Refine the kept passages (see :meth:`_kept`).
@@ -261,13 +287,23 @@ class Pipeline:
             )
 
     def _strongest_first(self, result: Result) -> list[Strip]:
-        """The result's strips, internal then external, strongest first by the pipeline's ranking (ties keep order).
+        """The result's strips, strongest first by the pipeline's ranking (ties keep order).
 
-        A strip repeating a stronger one's text is left out (:func:`crag_cli.refine.distinct`).
+        Correct and Incorrect rank their one source. Ambiguous ranks its
+        passages and the web's strips each on their own and takes them in turn
+        (:func:`crag_cli.refine.interleave`), starting with the source whose
+        strongest strip scores higher (the passages on a tie): each source's
+        best reaches the reader, however the evaluator's scores of two kinds of
+        unit compare. A strip repeating a stronger one's text is left out
+        (:func:`crag_cli.refine.distinct`).
         """
-        internal = list(result.internal_knowledge or [])
-        external = list(result.external_knowledge.strips) if result.external_knowledge else []
-        return distinct(strongest_first(internal + external, self.ranking))
+        internal = strongest_first(list(result.internal_knowledge or []), self.ranking)
+        external = strongest_first(
+            list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
+        )
+        if internal and external and max(s.score for s in external) > max(s.score for s in internal):
+            internal, external = external, internal
+        return distinct(interleave(internal, external))
 
     def _keep_strongest(self, result: Result) -> list[Strip]:
         """Keep the strongest strips, internal and external together: at most what the action allows.

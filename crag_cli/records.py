@@ -31,6 +31,7 @@ def to_record(result: Result) -> dict[str, Any]:
                 "id": h.passage.id,
                 "title": h.passage.title,
                 "bm25": round(h.score, 4),
+                **({"support": round(h.support, 4)} if h.support is not None else {}),
                 "score": round(s, 4) if s is not None else None,
                 **({"source": h.passage.cite} if h.passage.page else {}),
             }

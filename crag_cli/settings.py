@@ -97,6 +97,17 @@ class Settings(BaseModel):
         ge=-1,
         le=1,
     )
+    lexical_support: float = setting(
+        0.5,
+        "Share of the question's term weight (IDF) that makes a retrieved passage supported by its words: "
+        "retrieval with a supported passage is never judged Incorrect (Ambiguous instead: its passages are read "
+        "beside the web's), and Correct keeps a supported passage over the filter threshold. 1: only a passage "
+        "holding every term (about the evaluator alone, as in the paper).",
+        "refine",
+        answers=True,
+        ge=0,
+        le=1,
+    )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
         "excerption",
         "How web pages (and, with --refine, the retrieved passages) are cut into strips: "

@@ -268,7 +268,10 @@ def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatc
     assert json.loads(r.stdout)["action"] == "correct"
     monkeypatch.setenv("CRAG_UPPER", "1.0")
     monkeypatch.setenv("CRAG_LOWER", "1.0")
-    assert json.loads(invoke("evaluate", "capital of Germany?", "--json").stdout)["action"] == "incorrect"
+    # every score under lower, but a passage holds the question's words: Ambiguous, unless the support needed is raised
+    assert json.loads(invoke("evaluate", "capital of Germany?", "--json").stdout)["action"] == "ambiguous"
+    monkeypatch.setenv("CRAG_LEXICAL_SUPPORT", "1")  # a passage must hold every term, and "1850" is in none
+    assert json.loads(invoke("evaluate", "capital of Germany in 1850?", "--json").stdout)["action"] == "incorrect"
     monkeypatch.setenv("CRAG_TOP_K", "many")
     r = invoke("evaluate", "capital of Germany?")
     assert r.exit_code == 1 and "CRAG_TOP_K" in r.stderr

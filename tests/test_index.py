@@ -250,3 +250,38 @@ def test_other_passage_size_rereads_every_file_and_an_old_format_index_is_replac
         BM25Index.load(old)
     report = build_index(docs_dir, old)
     assert report.status == "built" and report.reused == 0 and BM25Index.load(old).search("Paris", 1)
+
+
+def test_support_is_the_share_of_the_questions_idf_a_passage_holds(tmp_path):
+    """Hit.support against a direct count: each distinct question term weighs Lucene's IDF over the passages."""
+    import math
+
+    from crag_cli.index import BM25Index, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    texts = {
+        "a.txt": "The bovine coronavirus genome is about 31 kb long.",
+        "b.txt": "Coronavirus outbreaks in cattle herds are studied every year.",
+        "c.txt": "Seal hunting was an occupation in the north.",
+        "d.txt": "Cattle herds graze in the north in summer.",
+        **{f"other{i}.txt": f"Unrelated note number {i} on sailing boats." for i in range(6)},
+    }
+    for name, text in texts.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    build_index(docs, tmp_path / "ix")
+    index = BM25Index.load(tmp_path / "ix")
+    question = "How long is the bovine coronavirus genome of cattle in Antarctica?"
+    hits = index.search(question, 10)
+    assert len(hits) == 3  # passages a, b and d; the seal passage and the notes hold no question term
+    tokens = [set(index.tokenizer.tokenize([p.text])[0]) for p in index.passages]
+    terms = list(dict.fromkeys(index.tokenizer.tokenize([question])[0]))
+    n = len(tokens)
+    weight = {
+        t: math.log(1 + (n - sum(t in p for p in tokens) + 0.5) / (sum(t in p for p in tokens) + 0.5)) for t in terms
+    }
+    for hit in hits:
+        held = set(index.tokenizer.tokenize([hit.passage.text])[0])
+        expected = sum(w for t, w in weight.items() if t in held) / sum(weight.values())
+        assert math.isclose(hit.support, expected, rel_tol=1e-9), hit
+    assert hits[0].passage.text.startswith("The bovine") and 0 < hits[0].support < 1  # it lacks "cattle", "antarctica"

@@ -34,17 +34,19 @@ def test_correct_gives_the_strongest_strips_first_labelled_and_fewer():
     assert result.grounded is True and to_record(result)["grounded"] is True
 
 
-def test_ambiguous_ranks_internal_and_web_strips_together_and_flags_an_unsupported_answer():
+def test_ambiguous_takes_passages_and_web_strips_in_turn_and_flags_an_unsupported_answer():
+    """Each source ranked on its own and taken in turn, the stronger first: higher-scored web strips do not push
+    the passage out."""
     gen = FakeGenerator("seal hunter and sailor")
-    web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist."], score=0.4)
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web, strips=5, strips_correct=1)
+    web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist.", "Ole Krarup was a Danish jurist and writer."])
+    web.score = 0.4
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web, strips=2, strips_correct=1)
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.AMBIGUOUS and web.queries
     lines = reference(gen)
-    assert "Danish jurist" in lines[0] and "(relevance: medium)" in lines[0]  # 0.4 beats 0.3
-    assert "seal hunter" in lines[1] and "(relevance: medium)" in lines[1]
-    assert all("(relevance: low)" in line for line in lines[2:])
-    assert len(lines) > 1  # Ambiguous keeps up to `strips`
+    assert len(lines) == 2
+    assert "Danish jurist." in lines[0] and "(relevance: medium)" in lines[0]  # 0.4 > 0.3: the web's first
+    assert "seal hunter" in lines[1] and "(relevance: medium)" in lines[1]  # not the web's second (0.4)
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
@@ -58,7 +60,7 @@ def test_ambiguous_gives_the_generator_the_strongest_strips_of_both_not_twice_as
     assert result.action is Action.AMBIGUOUS
     lines = reference(gen)
     assert len(lines) == 3  # `strips` in all, not `strips` local and `strips` web
-    assert "fact 3" in lines[0] and "fact 2" in lines[1] and "web item 0" in lines[2]  # 0.4, 0.3, then 0.25 (web)
+    assert "fact 3" in lines[0] and "web item 0" in lines[1] and "fact 2" in lines[2]  # in turn, each strongest first
     record = to_record(result)  # the record shows what the generator read, no more
     assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 2.", "Ole Krarup fact 3."]
     assert [s["text"] for s in record["external_knowledge"]["strips"]] == ["Ole Krarup was web item 0."]
@@ -184,3 +186,34 @@ def test_a_repeated_passage_reaches_the_generator_once():
     assert sum("Exception" in t for t in texts) == 1
     assert len(texts) == 3 and "European Parliament" in texts[2]
     assert len(result.internal_knowledge) == 3
+
+
+def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_web(tmp_path):
+    """Out of its domain the evaluator scores every passage under lower; a passage holding the question's
+    words is still read (Ambiguous, beside the web's strips), and a question the folder lacks stays Incorrect."""
+    from crag_cli.index import BM25Index, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The bovine coronavirus genome is about 31 kb long.", encoding="utf-8")
+    (docs / "b.txt").write_text("Seal hunting was an occupation in the north.", encoding="utf-8")
+    (docs / "c.txt").write_text("Coronavirus outbreaks in herds are studied.", encoding="utf-8")
+    build_index(docs, tmp_path / "ix")
+    index = BM25Index.load(tmp_path / "ix")
+    low = FakeEvaluator({}, default=-0.3)  # under lower (0), over the filter (-0.5): the evaluator is unsure
+    web = FakeWeb(["A web page about coronavirus genomes."], score=0.2)
+    cases = (
+        ("How long is the bovine coronavirus genome?", 0.6, Action.AMBIGUOUS),  # the passage holds every term
+        ("What is the size of the bovine coronavirus genome?", 0.6, Action.INCORRECT),  # "size": nowhere, weighs most
+        ("Which coronavirus infects Antarctic penguins of Adelie Land?", 0.6, Action.INCORRECT),
+    )
+    for question, support, action in cases:
+        gen = FakeGenerator("31 kb")
+        pipe = Pipeline(index, low, TH, gen, web=web, lexical_support=support)
+        result = pipe.run(question)
+        assert result.action is action, (question, support)
+        lines = reference(gen)
+        if action is Action.AMBIGUOUS:
+            assert web.texts[0] in lines[0] and "31 kb long" in lines[1]  # the web's strip scores higher: first
+        else:
+            assert len(lines) == 1 and web.texts[0] in lines[0]

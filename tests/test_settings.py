@@ -81,6 +81,8 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
         other = next((c for c in choices if c != current), None)
         if other is None:
             other = (not current) if isinstance(current, bool) else (current or 2) - 1
+            if isinstance(current, float) and 0 < current <= 1:  # a share: half of it stays in range
+                other = current / 2
         assert run_identity(base.replace(**{name: other}), "crag", th, {})[name] != before[name], name
 
 

@@ -195,19 +195,21 @@ def _print_evaluation(result, evaluator: str) -> None:
     """The evaluator's table of the retrieved passages and the action, on stdout."""
     out = Console(highlight=False)
     table = Table(title=f"Evaluator {evaluator}", show_lines=False)
-    for col in ("rank", "bm25", "score", "title", "snippet"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("rank", "bm25", "score"))
+    for col in ("rank", "bm25", "support", "score", "title", "snippet"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("rank", "bm25", "support", "score"))
     th = result.thresholds
     for hit, score in zip(result.hits, result.scores):
         mark = "+" if score >= th.upper else ("-" if score < th.lower else "?")
         snippet = hit.passage.text[:90] + ("..." if len(hit.passage.text) > 90 else "")
         title = hit.passage.title[:30] + (f" (p. {hit.passage.page})" if hit.passage.page else "")
-        table.add_row(str(hit.rank), f"{hit.score:.2f}", f"{score:+.3f} {mark}", title, snippet)
+        support = "" if hit.support is None else f"{hit.support:.2f}"
+        table.add_row(str(hit.rank), f"{hit.score:.2f}", support, f"{score:+.3f} {mark}", title, snippet)
     out.print(table)
     best = max(result.scores) if result.scores else None
     out.print(
         f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
-        f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source})",
+        f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source}; "
+        f"best support {max((h.support or 0.0 for h in result.hits), default=0.0):.2f})",
         markup=False,
     )
 

@@ -118,11 +118,17 @@ def _stemmer(name: str | None):
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage with its BM25 score and 1-based rank."""
+    """One retrieved passage with its BM25 score and 1-based rank.
+
+    ``support`` is the share of the question's term weight that the passage
+    holds (:func:`crag_cli.bm25.term_support`), or ``None`` where the retriever
+    does not say; the action trigger reads it (:func:`crag_cli.actions.decide`).
+    """
 
     passage: Passage
     score: float
     rank: int
+    support: float | None = None
 
 
 class Retriever(Protocol):

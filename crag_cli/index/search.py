@@ -115,6 +115,29 @@ class BM25Index:
             val[np.searchsorted(hit, indices[a:b])] += data[a:b]
         return hit, val
 
+    def support(self, query: str, passages: Sequence[int]):
+        """How much of ``query``'s term weight each of ``passages`` (indices) holds, in [0, 1].
+
+        The query's distinct terms weigh their IDF in this index (a term no
+        passage holds weighs the most); see :func:`crag_cli.bm25.term_support`.
+        """
+        import numpy as np
+
+        from ..bm25 import term_support
+
+        terms = list(dict.fromkeys(self.tokenizer.tokenize([query])[0]))
+        held = np.zeros((len(passages), len(terms)), dtype=bool)
+        df = np.zeros(len(terms), dtype=np.int64)
+        wanted = np.asarray(passages, dtype=np.int64)
+        for j, term in enumerate(terms):
+            t = self.term_id.get(term)
+            if t is None:
+                continue
+            column = self.terms.indices[int(self.terms.indptr[t]) : int(self.terms.indptr[t + 1])]
+            df[j] = len(column)
+            held[:, j] = np.isin(wanted, column)
+        return term_support(held, df, len(self.passages))
+
     def scores(self, query: str):
         """BM25 score of every passage for ``query`` (a NumPy float32 array in index order)."""
         import numpy as np
@@ -138,6 +161,10 @@ class BM25Index:
             positive = val > 0
             idx, val = idx[positive], val[positive]
             best = top_k(val, k) if len(val) else []
-            return [Hit(self.passages[int(idx[i])], float(val[i]), rank) for rank, i in enumerate(best, 1)]
+            support = self.support(query, [int(idx[i]) for i in best])
+            return [
+                Hit(self.passages[int(idx[i])], float(val[i]), rank, float(sup))
+                for rank, (i, sup) in enumerate(zip(best, support), 1)
+            ]
         except (IndexError, ValueError, TypeError, OverflowError) as exc:
             raise corrupt(self.path, exc) from None
