@@ -25,15 +25,19 @@ from .web import ExternalKnowledge
 
 
 class FakeRetriever:
-    """Returns the given texts, in order, as passages ``p0``, ``p1``, ... (the first ``k``)."""
+    """Returns the given texts, in order, as passages ``p0``, ``p1``, ... (the first ``k``).
+
+    Every hit has lexical ``support`` (``None``: the retriever does not say).
+    """
 
     manifest: dict = {}
 
-    def __init__(self, texts: Sequence[str], title: str = "") -> None:
+    def __init__(self, texts: Sequence[str], title: str = "", support: float | None = None) -> None:
         self.passages = [Passage(f"p{i}", f"d{i}", title, text) for i, text in enumerate(texts)]
+        self.support = support
 
     def search(self, query: str, k: int) -> list[Hit]:
-        return [Hit(p, float(len(self.passages) - i), i + 1) for i, p in enumerate(self.passages[:k])]
+        return [Hit(p, float(len(self.passages) - i), i + 1, self.support) for i, p in enumerate(self.passages[:k])]
 
 
 class FakeEvaluator:

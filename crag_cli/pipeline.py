@@ -291,17 +291,17 @@ class Pipeline:
 
         Correct and Incorrect rank their one source. Ambiguous ranks its
         passages and the web's strips each on their own and takes them in turn
-        (:func:`crag_cli.refine.interleave`), starting with the source whose
-        strongest strip scores higher (the passages on a tie): each source's
-        best reaches the reader, however the evaluator's scores of two kinds of
-        unit compare. A strip repeating a stronger one's text is left out
-        (:func:`crag_cli.refine.distinct`).
+        (:func:`crag_cli.refine.interleave`), so that each source's best reaches
+        the reader however the evaluator's scores of two kinds of unit compare.
+        The passages come first when one of them has lexical support (the
+        folder's words answer the question), else the web's strips.
+        A strip repeating a stronger one's text is left out (:func:`crag_cli.refine.distinct`).
         """
         internal = strongest_first(list(result.internal_knowledge or []), self.ranking)
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
-        if internal and external and max(s.score for s in external) > max(s.score for s in internal):
+        if not supported([h.support for h in result.hits], self.lexical_support):
             internal, external = external, internal
         return distinct(interleave(internal, external))
 
