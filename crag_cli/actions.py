@@ -67,13 +67,7 @@ MINILM_LOWER = 0.1424
 MINILM_FILTER = 0.0733
 
 
-def decide(
-    scores: Sequence[float],
-    upper: float,
-    lower: float,
-    support: Sequence[float | None] | None = None,
-    lexical_support: float | None = None,
-) -> Action:
+def decide(scores: Sequence[float], upper: float, lower: float, supported: bool = False) -> Action:
     """The CRAG action for a question's passage scores.
 
     Parameters
@@ -82,26 +76,23 @@ def decide(
         One evaluator score per retrieved passage.
     upper, lower : float
         Thresholds with ``lower <= upper``.
-    support : sequence of float or None, optional
-        Each passage's lexical support (:attr:`crag_cli.index.Hit.support`).
-    lexical_support : float, optional
-        Retrieval is judged Incorrect only when the evaluator and the words agree:
-        a passage holding at least this share of the question's term weight turns
-        Incorrect into Ambiguous (its passages go to the reader beside the web's).
-        ``None``: the evaluator alone, as in the paper.
+    supported : bool
+        Some passage has lexical support (:func:`supported`): retrieval is then
+        not judged Incorrect, since the evaluator and the words disagree.
+        ``False`` gives the paper's rule.
 
     Returns
     -------
     Action
         ``CORRECT`` if ``max(scores) >= upper``; ``INCORRECT`` if every score is
-        ``< lower`` (always so when ``scores`` is empty) and no passage has the
-        lexical support; else ``AMBIGUOUS``.
+        ``< lower`` (always so when ``scores`` is empty) and not ``supported``;
+        else ``AMBIGUOUS``.
 
     Examples
     --------
     >>> decide([-0.9, -0.8], upper=0.5, lower=-0.6).value
     'incorrect'
-    >>> decide([-0.9, -0.8], upper=0.5, lower=-0.6, support=[0.3, 0.8], lexical_support=0.7).value
+    >>> decide([-0.9, -0.8], upper=0.5, lower=-0.6, supported=True).value
     'ambiguous'
     """
     if not scores:
@@ -109,16 +100,36 @@ def decide(
     best = max(scores)
     if best >= upper:
         return Action.CORRECT
-    if best < lower and not supported(support, lexical_support):
+    if best < lower and not supported:
         return Action.INCORRECT
     return Action.AMBIGUOUS
 
 
-def supported(support: Sequence[float | None] | None, lexical_support: float | None) -> bool:
-    """Whether some passage holds at least ``lexical_support`` of the question's term weight (``None``: no)."""
-    if lexical_support is None or not support:
-        return False
-    return any(s is not None and s >= lexical_support for s in support)
+def supported(
+    scores: Sequence[float], support: Sequence[float | None], filter_threshold: float, lexical_support: float
+) -> bool:
+    """Whether some passage has lexical support: it holds more than ``lexical_support`` of the question's term
+    weight and the evaluator does not reject it outright (its score is at least ``filter_threshold``).
+
+    Parameters
+    ----------
+    scores : sequence of float
+        The evaluator's score of each passage.
+    support : sequence of float or None
+        Each passage's share of the question's term weight (:attr:`crag_cli.index.Hit.support`;
+        ``None``: unknown, never supported).
+    filter_threshold : float
+    lexical_support : float
+        1 (no share exceeds it) turns lexical support off.
+
+    Examples
+    --------
+    >>> supported([-0.3, -0.95], [0.4, 0.9], filter_threshold=-0.9, lexical_support=0.5)
+    False
+    >>> supported([-0.3, -0.85], [0.4, 0.9], filter_threshold=-0.9, lexical_support=0.5)
+    True
+    """
+    return any(s >= filter_threshold and sup is not None and sup > lexical_support for s, sup in zip(scores, support))
 
 
 def resolve_thresholds(

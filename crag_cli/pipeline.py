@@ -48,6 +48,7 @@ class Result:
     hits: list[Hit] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     thresholds: Thresholds | None = None
+    lexical_support: float | None = None  # the share that made a passage supported (crag mode)
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
@@ -113,11 +114,12 @@ class Pipeline:
         External knowledge for Incorrect / Ambiguous; ``None`` means no web.
     top_k : int
         Passages retrieved per question.
-    lexical_support : float, optional
-        Incorrect needs the evaluator and the words to agree: a retrieved passage
-        holding this share of the question's term weight makes the action
-        Ambiguous instead (see :func:`crag_cli.actions.decide`); ``None``: the
-        evaluator alone.
+    lexical_support : float
+        A passage holding more than this share of the question's term weight,
+        and scoring at least the filter threshold, has lexical support
+        (:func:`crag_cli.actions.supported`): then retrieval is not judged
+        Incorrect, Correct keeps that passage, and Ambiguous puts the passages
+        before the web's strips. 1: never (the paper's rule).
     strip_mode : str
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
@@ -152,7 +154,7 @@ class Pipeline:
         generator: Generator | None = None,
         web: WebCorrector | None = None,
         top_k: int = 10,
-        lexical_support: float | None = None,
+        lexical_support: float = 1.0,
         strip_mode: str = "excerption",
         strips: int = 5,
         strips_correct: int | None = None,
@@ -225,9 +227,9 @@ class Pipeline:
         """The passages that refinement reads, with their scores; which depends on how sure the evaluator is.
 
         Correct (the evaluator is sure): the passages scoring at least the lower
-        threshold, those it judged relevant, and those over the filter threshold
-        that hold ``lexical_support`` of the question's term weight (the words
-        agree where the evaluator is lukewarm). Ambiguous (unsure): every passage
+        threshold, those it judged relevant, and those with lexical support
+        (over the filter threshold, holding more than ``lexical_support`` of the
+        question's term weight: the words agree where the evaluator is lukewarm). Ambiguous (unsure): every passage
         scoring at least the filter threshold, so that what retrieval found
         reaches the reader when the evaluator cannot tell, the safe fallback.
         (Incorrect keeps none: the pipeline does not refine it.)
@@ -239,12 +241,7 @@ class Pipeline:
         """
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
-        return [
-            (h, s)
-            for h, s in zip(hits, scores)
-            if s >= self.thresholds.lower
-            or (s >= self.thresholds.filter and supported([h.support], self.lexical_support))
-        ]
+        return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower or self._supported([h], [s])]
 
     # ------------------------------------------------------------------ stages
     def evaluate(self, question: str, result: Result | None = None) -> Result:
@@ -256,13 +253,17 @@ class Pipeline:
         with _Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
         result.thresholds = self.thresholds
+        result.lexical_support = self.lexical_support
         result.action = self._decide(result.hits, result.scores)
         return result
 
     def _decide(self, hits: Sequence[Hit], scores: Sequence[float]) -> Action:
         """The action from the evaluator's scores and the passages' lexical support."""
-        support = [h.support for h in hits]
-        return decide(scores, self.thresholds.upper, self.thresholds.lower, support, self.lexical_support)
+        return decide(scores, self.thresholds.upper, self.thresholds.lower, self._supported(hits, scores))
+
+    def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
+        """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
+        return supported(scores, [h.support for h in hits], self.thresholds.filter, self.lexical_support)
 
     def _internal(self, result: Result) -> list[Strip]:
         """Refine the kept passages (see :meth:`_kept`).
@@ -301,7 +302,7 @@ class Pipeline:
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
-        if not supported([h.support for h in result.hits], self.lexical_support):
+        if not self._supported(result.hits, result.scores):
             internal, external = external, internal
         return distinct(interleave(internal, external))
 

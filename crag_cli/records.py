@@ -25,7 +25,9 @@ def to_record(result: Result) -> dict[str, Any]:
         "model": result.model,
         "evaluator": result.evaluator,
         "action": result.action.value if result.action else None,
-        "thresholds": result.thresholds.to_dict() if result.thresholds else None,
+        "thresholds": (
+            {**result.thresholds.to_dict(), "lexical_support": result.lexical_support} if result.thresholds else None
+        ),
         "scores": [
             {
                 "id": h.passage.id,

@@ -99,10 +99,10 @@ class Settings(BaseModel):
     )
     lexical_support: float = setting(
         0.5,
-        "Share of the question's term weight (IDF) that makes a retrieved passage supported by its words: "
-        "retrieval with a supported passage is never judged Incorrect (Ambiguous instead: its passages are read "
-        "beside the web's), and Correct keeps a supported passage over the filter threshold. 1: only a passage "
-        "holding every term (about the evaluator alone, as in the paper).",
+        "Lexical support: a retrieved passage that scores at least the filter threshold and holds more than this "
+        "share of the question's term weight (IDF) is supported by its words. Retrieval with a supported passage "
+        "is not judged Incorrect (Ambiguous instead: its passages are read first, beside the web's), and Correct "
+        "keeps a supported passage. 1: off (the paper's evaluator-only rule).",
         "refine",
         answers=True,
         ge=0,
@@ -118,7 +118,7 @@ class Settings(BaseModel):
     )
     strips: int = setting(
         5,
-        "Strips the generator gets: the strongest, of the passages and the web pages together.",
+        "Strips the generator gets, of the passages and the web pages in all (Ambiguous takes them in turn).",
         "refine",
         answers=True,
         ge=1,

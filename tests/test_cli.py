@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from crag_cli import __version__
-from crag_cli.actions import decide
+from crag_cli.actions import decide, supported
 from crag_cli.match import holds_answer
 from crag_cli.cli import app
 
@@ -37,13 +37,20 @@ def test_index_then_unchanged_then_errors(docs_dir, tmp_path):
     assert r.exit_code == 1 and "no such folder" in r.stderr
 
 
+def recorded_action(rec: dict) -> str:
+    """The action a record's scores, supports and thresholds give: what the record says it is."""
+    th, scores = rec["thresholds"], [s["score"] for s in rec["scores"]]
+    support = supported(scores, [s.get("support") for s in rec["scores"]], th["filter"], th["lexical_support"])
+    return decide(scores, th["upper"], th["lower"], support).value
+
+
 def test_evaluate_json_and_table(built_index):
     r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--json")
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)
     th = rec["thresholds"]
-    assert rec["action"] == decide([s["score"] for s in rec["scores"]], th["upper"], th["lower"]).value
-    assert rec["scores"][0]["title"] == "Berlin"
+    assert rec["action"] == recorded_action(rec)
+    assert rec["scores"][0]["title"] == "Berlin" and th["lexical_support"] == 0.5
     assert all(-1 <= s["score"] <= 1 for s in rec["scores"])
     r = invoke("evaluate", "What is the capital of Germany?", "--index", built_index, "--upper", "-1", "--lower", "-1")
     assert r.exit_code == 0 and "action: CORRECT" in r.stdout and "upper -1.000" in r.stdout
@@ -172,7 +179,7 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     assert recs[1]["error"].startswith("malformed JSON") and recs[1]["line"] == 2
     th = recs[2]["thresholds"]
     assert recs[2]["error"] is None
-    assert recs[2]["action"] == decide([s["score"] for s in recs[2]["scores"]], th["upper"], th["lower"]).value
+    assert recs[2]["action"] == recorded_action(recs[2]) and th["lexical_support"] == 0.5
     assert "unknown task" in recs[3]["error"]
     assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr
     assert "accuracy 0/1" in r.stderr or "accuracy 1/1" in r.stderr

@@ -16,6 +16,9 @@ import pytest
         "crag_cli.jsonl",
         "crag_cli.match",
         "crag_cli.generator",
+        "crag_cli.actions",
+        "crag_cli.bm25",
+        "crag_cli.fakes",
     ],
 )
 def test_docstring_examples(module):

@@ -204,7 +204,7 @@ def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_w
     low = FakeEvaluator({}, default=-0.3)  # under lower (0), over the filter (-0.5): the evaluator is unsure
     web = FakeWeb(["A web page about coronavirus genomes."], score=0.2)
     cases = (
-        ("How long is the bovine coronavirus genome?", 0.6, Action.AMBIGUOUS),  # the passage holds every term
+        ("How long is the bovine coronavirus genome?", 0.6, Action.AMBIGUOUS),  # every term but "how"
         ("What is the size of the bovine coronavirus genome?", 0.6, Action.INCORRECT),  # "size": nowhere, weighs most
         ("Which coronavirus infects Antarctic penguins of Adelie Land?", 0.6, Action.INCORRECT),
     )
@@ -218,3 +218,40 @@ def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_w
             assert "31 kb long" in lines[0] and web.texts[0] in lines[1]  # the supported passage first
         else:
             assert len(lines) == 1 and web.texts[0] in lines[0]
+
+
+def test_lexical_support_needs_a_passage_the_evaluator_does_not_reject_and_one_turns_it_off():
+    """Support counts only for a passage scoring at least the filter threshold; 1 gives the paper's rule."""
+    web = FakeWeb(["A web page."], score=0.2)
+    cases = (
+        (-0.3, 0.9, 0.5, Action.AMBIGUOUS),  # under lower, over the filter, supported
+        (-0.7, 0.9, 0.5, Action.INCORRECT),  # under the filter (-0.5): rejected outright, its words aside
+        (-0.3, 1.0, 1.0, Action.INCORRECT),  # every term held, but 1 is off
+        (-0.3, 0.5, 0.5, Action.INCORRECT),  # support must exceed the share
+    )
+    for score, support, share, action in cases:
+        pipe = Pipeline(
+            FakeRetriever(PASSAGES[:1], support=support),
+            FakeEvaluator({}, default=score),
+            TH,
+            FakeGenerator("x"),
+            web=web,
+            lexical_support=share,
+        )
+        assert pipe.run("Which occupation?").action is action, (score, support, share)
+
+
+def test_correct_keeps_a_supported_passage_the_evaluator_is_lukewarm_about():
+    """Correct keeps passages over lower, and those over the filter threshold whose words hold the question."""
+    scores = {"politician": 0.8, "European Parliament": -0.2, "seal": -0.2}  # lower 0, filter -0.5
+    for share, kept in ((0.5, 3), (1.0, 1)):
+        pipe = Pipeline(
+            FakeRetriever(PASSAGES, support=0.7),
+            FakeEvaluator(scores),
+            TH,
+            FakeGenerator("politician"),
+            strips_correct=3,
+            lexical_support=share,
+        )
+        result = pipe.run("What is Ole Krarup's occupation?")
+        assert result.action is Action.CORRECT and len(result.internal_knowledge) == kept, share

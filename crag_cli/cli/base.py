@@ -172,7 +172,7 @@ def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
     return settings
 
 
-EVAL_SETTINGS = settings_decl.names_in("index", "retrieval", "evaluator", "thresholds")
+EVAL_SETTINGS = (*settings_decl.names_in("index", "retrieval", "evaluator", "thresholds"), "lexical_support")
 ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
