@@ -8,9 +8,12 @@ web). Variants: crag before issue 31 (excerption strips of the passages scoring
 at least the lower threshold, ``--ranking evaluator``, no word bound); issue
 31's first change (``--ranking fused``, ``--knowledge-words 300``); for the
 record, that change over every retrieved passage; whole passages over the
-filter threshold for every action (commit 999daa2); and crag now (the defaults:
-whole passages, those over the lower threshold when Correct and over the filter
-threshold when Ambiguous, fused, 300 words).
+filter threshold for every action (commit 999daa2); cdd39b3's rule (whole
+passages, those over the lower threshold when Correct and over the filter
+threshold when Ambiguous, fused, 300 words); and crag now (the defaults: lexical
+support turns Incorrect into Ambiguous and keeps supported passages for Correct;
+without the web here, an Ambiguous question's passages get the whole budget,
+where a real run takes them in turn with the web's strips).
 Prints per local and web-only questions: the actions, how often the gold span
 (whole words) is in the top 3 passages (what plain RAG with k = 3 reads) and
 in what the reader gets, the words it gets, and the same for the Correct and
@@ -40,15 +43,17 @@ from crag_cli.settings import Settings  # noqa: E402
 
 # name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
 # "filter", "all", or None: crag's own rule, Pipeline._kept)
+OFF = {"lexical_support": 1.0}  # the variants before lexical support (0d3917b)
 VARIANTS = {
     "before (strips, ranking evaluator, no word bound)": (
-        {"refine": True, "ranking": "evaluator", "knowledge_words": 100000},
+        {"refine": True, "ranking": "evaluator", "knowledge_words": 100000, **OFF},
         "lower",
     ),
-    "issue 31 first (strips, ranking fused, 300 words)": ({"refine": True}, "lower"),
-    "strips fused over every retrieved passage (not shipped)": ({"refine": True}, "all"),
-    "passages whole, at least filter for every action (999daa2)": ({}, "filter"),
-    "now (passages whole; Correct: at least lower, else filter)": ({}, None),
+    "issue 31 first (strips, ranking fused, 300 words)": ({"refine": True, **OFF}, "lower"),
+    "strips fused over every retrieved passage (not shipped)": ({"refine": True, **OFF}, "all"),
+    "passages whole, at least filter for every action (999daa2)": (OFF, "filter"),
+    "cdd39b3 (passages whole; Correct: at least lower, else filter)": (OFF, None),
+    "now (lexical support 0.5; passages only, the web's strips not shown)": ({}, None),
 }
 KEPT = {
     "lower": lambda pipe: (
