@@ -100,7 +100,8 @@ class Report:
             + ("–" if self.auc is None else f"{self.auc:.3f}"),
             f"action accuracy {pct(self.action_accuracy)} (Ambiguous = half right); retrieval holds the answer "
             f"for {pct(self.retrieval_holds)}",
-            "actions: " + ", ".join(f"{a} {c}" for a, c in self.actions.items()),
+            "actions (the evaluator's alone, without lexical support): "
+            + ", ".join(f"{a} {c}" for a, c in self.actions.items()),
             "",
             f"{'':16}" + "".join(f"{a:>11}" for a in self.actions),
         ]
