@@ -1,0 +1,78 @@
+"""What lexical support does to the actions, without the generator or the web.
+
+    python benchmarks/lexical_support.py --data DIR --questions FILE --index IX [--sample N] [--cache FILE]
+
+For each question: retrieve (k = 10), score with the default evaluator, and
+decide the action twice: by the evaluator alone (the paper's rule,
+``--lexical-support 1``) and with crag's default lexical support. Prints, for
+local and web-only questions: how many, the median best support of their
+passages, how many the evaluator alone judges Incorrect (and for how many of
+those the top 3 passages hold the gold span, whole words), and how many stay
+Incorrect with lexical support. ``--cache FILE`` keeps the evaluator's scores
+(``ranking_variants.Memo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from popqa import spread_sample  # noqa: E402
+from ranking_variants import Memo  # noqa: E402
+
+from crag_cli import build  # noqa: E402
+from crag_cli.actions import Action, decide  # noqa: E402
+from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli.settings import Settings  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--index", type=Path, required=True)
+    ap.add_argument("--sample", type=int)
+    ap.add_argument("--cache", type=Path)
+    args = ap.parse_args(argv)
+    qfile = args.questions or args.data / "questions.dev.jsonl"
+    lines = [x for x in qfile.read_text().splitlines() if x.strip()]
+    questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
+    pipe = build.pipeline(Settings(index=args.index), with_generator=False)
+    memo = Memo(pipe.evaluator, args.cache)
+    pipe._scorer.evaluator = memo
+    th = pipe.thresholds
+    rows: dict[str, Counter] = {}
+    best: dict[str, list[float]] = {}
+    for i, q in enumerate(questions, 1):
+        place = "local" if q.get("answer_in_local", True) else "web-only"
+        r = pipe.evaluate(q["question"])
+        c = rows.setdefault(place, Counter())
+        c["n"] += 1
+        best.setdefault(place, []).append(max((h.support or 0.0 for h in r.hits), default=0.0))
+        alone = decide(r.scores, th.upper, th.lower)
+        if alone is Action.INCORRECT:
+            c["incorrect alone"] += 1
+            c["of those, top 3 hold the span"] += any(holds_answer(h.passage.text, q.get("answers") or []) for h in r.hits[:3])
+            c["incorrect with support"] += r.action is Action.INCORRECT
+        if i % 50 == 0:
+            memo.save()
+            print(f"{i}/{len(questions)}", file=sys.stderr)
+    memo.save()
+    print(f"{len(questions)} questions of {qfile}; evaluator {memo.name}; lexical support {pipe.lexical_support}\n")
+    print("| questions | n | median best support | Incorrect, evaluator alone | top 3 hold the span | Incorrect now |")
+    print("|---|---|---|---|---|---|")
+    for place, c in rows.items():
+        print(
+            f"| {place} | {c['n']} | {statistics.median(best[place]):.2f} | {c['incorrect alone']} | "
+            f"{c['of those, top 3 hold the span']} | {c['incorrect with support']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
