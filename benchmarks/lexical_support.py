@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> None:
         alone = decide(r.scores, th.upper, th.lower)
         if alone is Action.INCORRECT:
             c["incorrect alone"] += 1
-            c["of those, top 3 hold the span"] += any(holds_answer(h.passage.text, q.get("answers") or []) for h in r.hits[:3])
+            c["of those, top 3 hold the span"] += any(
+                holds_answer(h.passage.text, q.get("answers") or []) for h in r.hits[:3]
+            )
             c["incorrect with support"] += r.action is Action.INCORRECT
         if i % 50 == 0:
             memo.save()
