@@ -14,8 +14,6 @@ Incorrect with lexical support. ``--cache FILE`` keeps the evaluator's scores
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 from collections import Counter
@@ -23,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from popqa import spread_sample  # noqa: E402
-from ranking_variants import Memo  # noqa: E402
+from ranking_variants import Memo, diagnosis_questions  # noqa: E402
 
 from crag_cli import build  # noqa: E402
 from crag_cli.actions import Action, decide  # noqa: E402
@@ -33,16 +30,7 @@ from crag_cli.settings import Settings  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--questions", type=Path)
-    ap.add_argument("--index", type=Path, required=True)
-    ap.add_argument("--sample", type=int)
-    ap.add_argument("--cache", type=Path)
-    args = ap.parse_args(argv)
-    qfile = args.questions or args.data / "questions.dev.jsonl"
-    lines = [x for x in qfile.read_text().splitlines() if x.strip()]
-    questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
+    args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
     pipe = build.pipeline(Settings(index=args.index), with_generator=False)
     memo = Memo(pipe.evaluator, args.cache)
     pipe._scorer.evaluator = memo

@@ -86,8 +86,9 @@ class Memo:
             os.replace(tmp, self.path)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def diagnosis_questions(description: str, argv: list[str] | None) -> tuple[argparse.Namespace, Path, list[dict]]:
+    """The diagnosis scripts' command line (``--data --questions --index --sample --cache``) and their questions."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--questions", type=Path)
     ap.add_argument("--index", type=Path, required=True)
@@ -96,7 +97,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     qfile = args.questions or args.data / "questions.dev.jsonl"
     lines = [x for x in qfile.read_text().splitlines() if x.strip()]
-    questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
+    return args, qfile, [json.loads(x) for x in spread_sample(lines, args.sample)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
     pipes = {
         name: build.pipeline(Settings(index=args.index, **kw), with_generator=False)
         for name, (kw, _) in VARIANTS.items()

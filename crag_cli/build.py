@@ -62,6 +62,6 @@ def pipeline(
         thresholds=th,
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_generator else None,
-        **stage_settings(settings, "retrieval", "refine"),
+        **stage_settings(settings, "retrieval", "action", "refine"),
         **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

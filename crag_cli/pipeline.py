@@ -49,6 +49,7 @@ class Result:
     scores: list[float] = field(default_factory=list)
     thresholds: Thresholds | None = None
     lexical_support: float | None = None  # the share that made a passage supported (crag mode)
+    supported: bool | None = None  # some passage had lexical support (decided with the action)
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
@@ -209,7 +210,7 @@ class Pipeline:
         strips = []
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            action = self._decide(hs, scores)
+            action = decide(scores, self.thresholds.upper, self.thresholds.lower, self._supported(hs, scores))
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
@@ -254,12 +255,9 @@ class Pipeline:
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
         result.thresholds = self.thresholds
         result.lexical_support = self.lexical_support
-        result.action = self._decide(result.hits, result.scores)
+        result.supported = self._supported(result.hits, result.scores)
+        result.action = decide(result.scores, self.thresholds.upper, self.thresholds.lower, result.supported)
         return result
-
-    def _decide(self, hits: Sequence[Hit], scores: Sequence[float]) -> Action:
-        """The action from the evaluator's scores and the passages' lexical support."""
-        return decide(scores, self.thresholds.upper, self.thresholds.lower, self._supported(hits, scores))
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
@@ -302,7 +300,7 @@ class Pipeline:
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
-        if not self._supported(result.hits, result.scores):
+        if not result.supported:
             internal, external = external, internal
         return distinct(interleave(internal, external))
 

@@ -34,7 +34,7 @@ from .refine import RANKINGS, STRIP_MODES
 WEB_BACKENDS = ("none", "ddgs", "searxng")
 
 # Which settings each command takes, by group (the CLI adds one option per setting).
-GROUPS = ("index", "retrieval", "evaluator", "thresholds", "refine", "generator", "web")
+GROUPS = ("index", "retrieval", "evaluator", "thresholds", "action", "refine", "generator", "web")
 
 
 class SettingsError(ValueError):
@@ -103,7 +103,7 @@ class Settings(BaseModel):
         "share of the question's term weight (IDF) is supported by its words. Retrieval with a supported passage "
         "is not judged Incorrect (Ambiguous instead: its passages are read first, beside the web's), and Correct "
         "keeps a supported passage. 1: off (the paper's evaluator-only rule).",
-        "refine",
+        "action",
         answers=True,
         ge=0,
         le=1,

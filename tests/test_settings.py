@@ -86,7 +86,7 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
         assert run_identity(base.replace(**{name: other}), "crag", th, {})[name] != before[name], name
 
 
-def test_the_pipeline_takes_each_retrieval_and_refine_setting_by_its_own_name():
+def test_the_pipeline_takes_each_retrieval_action_and_refine_setting_by_its_own_name():
     """build.py hands the pipeline its groups' settings by name: a new refine setting needs no wiring there."""
     import inspect
 
@@ -94,7 +94,7 @@ def test_the_pipeline_takes_each_retrieval_and_refine_setting_by_its_own_name():
     from crag_cli.settings import names_in, stage_settings
 
     params = inspect.signature(Pipeline).parameters
-    assert set(names_in("retrieval", "refine")) <= set(params)
+    assert set(names_in("retrieval", "action", "refine")) <= set(params)
     assert stage_settings(Settings(strips=4, refine=False), "refine")["strips"] == 4
 
 

@@ -70,8 +70,8 @@ def _file_sha256(path: Path) -> str:
 UNUSED_GROUPS = {
     "crag": (),
     "rag+web": (),
-    "rag": ("evaluator", "thresholds", "refine", "web"),
-    "no-retrieval": ("retrieval", "evaluator", "thresholds", "refine", "web"),
+    "rag": ("evaluator", "thresholds", "action", "refine", "web"),
+    "no-retrieval": ("retrieval", "evaluator", "thresholds", "action", "refine", "web"),
 }
 
 

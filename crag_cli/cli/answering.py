@@ -191,14 +191,6 @@ def _evaluate_file(pipe, input: Path) -> int:
     return errors
 
 
-def _supported(result) -> bool:
-    """Whether the record's passages had lexical support (see docs/how-it-works.md)."""
-    from ..actions import supported
-
-    th = result.thresholds
-    return supported(result.scores, [h.support for h in result.hits], th.filter, result.lexical_support or 1.0)
-
-
 def _print_evaluation(result, evaluator: str) -> None:
     """The evaluator's table of the retrieved passages and the action, on stdout."""
     out = Console(highlight=False)
@@ -217,7 +209,7 @@ def _print_evaluation(result, evaluator: str) -> None:
     out.print(
         f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
         f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source}; "
-        f"lexical support {'yes' if _supported(result) else 'no'})",
+        f"lexical support {'yes' if result.supported else 'no'})",
         markup=False,
     )
 

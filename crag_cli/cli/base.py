@@ -101,6 +101,7 @@ PANELS = {
     "retrieval": "Retrieval",
     "evaluator": "Evaluator",
     "thresholds": "Action thresholds",
+    "action": "Action thresholds",
     "refine": "Refinement",
     "generator": "Generator",
     "web": "Web correction",
@@ -172,7 +173,7 @@ def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
     return settings
 
 
-EVAL_SETTINGS = (*settings_decl.names_in("index", "retrieval", "evaluator", "thresholds"), "lexical_support")
+EVAL_SETTINGS = settings_decl.names_in("index", "retrieval", "evaluator", "thresholds", "action")
 ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 

@@ -95,9 +95,13 @@ class BM25Index:
         (numpy.ndarray, numpy.ndarray)
             Passage indices (int64, ascending) and their scores (float32).
         """
+        return self._matched(self.tokenizer.tokenize([query])[0])
+
+    def _matched(self, tokens: Sequence[str]):
+        """:meth:`matched` of a query's tokens."""
         import numpy as np
 
-        ids = [self.term_id[t] for t in self.tokenizer.tokenize([query])[0] if t in self.term_id]
+        ids = [self.term_id[t] for t in tokens if t in self.term_id]
         if not ids:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         indptr, indices, data = self.terms.indptr, self.terms.indices, self.terms.weights
@@ -121,11 +125,15 @@ class BM25Index:
         The query's distinct terms weigh their IDF in this index (a term no
         passage holds weighs the most); see :func:`crag_cli.bm25.term_support`.
         """
+        return self._support(self.tokenizer.tokenize([query])[0], passages)
+
+    def _support(self, tokens: Sequence[str], passages: Sequence[int]):
+        """:meth:`support` of a query's tokens: each term's passages are a sorted column, searched, not scanned."""
         import numpy as np
 
         from ..bm25 import term_support
 
-        terms = list(dict.fromkeys(self.tokenizer.tokenize([query])[0]))
+        terms = list(dict.fromkeys(tokens))
         held = np.zeros((len(passages), len(terms)), dtype=bool)
         df = np.zeros(len(terms), dtype=np.int64)
         wanted = np.asarray(passages, dtype=np.int64)
@@ -133,9 +141,11 @@ class BM25Index:
             t = self.term_id.get(term)
             if t is None:
                 continue
-            column = self.terms.indices[int(self.terms.indptr[t]) : int(self.terms.indptr[t + 1])]
+            column = self.terms.indices[int(self.terms.indptr[t]) : int(self.terms.indptr[t + 1])]  # ascending
             df[j] = len(column)
-            held[:, j] = np.isin(wanted, column)
+            if len(column):
+                at = np.minimum(np.searchsorted(column, wanted), len(column) - 1)
+                held[:, j] = column[at] == wanted
         return term_support(held, df, len(self.passages))
 
     def scores(self, query: str):
@@ -157,11 +167,12 @@ class BM25Index:
             that points outside the passages, an unreadable passage line).
         """
         try:
-            idx, val = self.matched(query)
+            tokens = self.tokenizer.tokenize([query])[0]
+            idx, val = self._matched(tokens)
             positive = val > 0
             idx, val = idx[positive], val[positive]
             best = top_k(val, k) if len(val) else []
-            support = self.support(query, [int(idx[i]) for i in best])
+            support = self._support(tokens, [int(idx[i]) for i in best])
             return [
                 Hit(self.passages[int(idx[i])], float(val[i]), rank, float(sup))
                 for rank, (i, sup) in enumerate(zip(best, support), 1)
