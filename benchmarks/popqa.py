@@ -20,6 +20,7 @@ generator and web (no web cache, so every mode pays for its searches):
 ``crag``                CRAG (evaluate, act, refine, search when needed)
 ``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
+``crag-model-rewrite``  CRAG whose search query the generator writes (``--rewrite model``)
 ======================  =====================================================
 
 It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
@@ -81,10 +82,11 @@ MODES = {
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
     "crag-refine": ["--mode", "crag", "--refine", "WEB"],
-    "crag-no-rewrite": ["--mode", "crag", "--no-rewrite", "WEB"],
+    "crag-no-rewrite": ["--mode", "crag", "--rewrite", "none", "WEB"],
+    "crag-model-rewrite": ["--mode", "crag", "--rewrite", "model", "WEB"],
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
-EVALUATES = {"crag", "crag-refine", "crag-no-rewrite"}  # the modes whose --evaluator matters
+EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}  # the modes whose --evaluator matters
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             strips = []
             if r.action is not Action.INCORRECT:
                 r.internal_knowledge = pipe._internal(r)
-                strips = within_words(pipe._strongest_first(r)[: pipe._top(r)], pipe.knowledge_words)
+                strips = within_words(pipe._reading_order(r)[: pipe._top(r)], pipe.knowledge_words)
             got = any(holds_answer(s.text, gold) for s in strips)
             c["top3"] += top3
             c["reader"] += got

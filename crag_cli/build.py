@@ -40,7 +40,7 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
         return None
     from .web.stage import build_web_corrector
 
-    rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite else None
+    rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite == "model" else None
     return build_web_corrector(settings, evaluator, rewriter, th)
 
 

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .errors import one_line
 from .jsonl import has_surrogate
-from .settings import Settings, SettingsError, field_names, flag, optional, value_type
+from .settings import Settings, SettingsError, choices, field_names, flag, optional, value_type
 
 CONFIG_FILE = "crag.toml"
 ENV_PREFIX = "CRAG_"
@@ -67,7 +67,8 @@ def coerce(name: str, value: Any, source: str) -> Any:
     """
     if name not in Settings.model_fields:
         raise SettingsError(f"unknown setting {name!r} in {source}")
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+    empty = ("", "none") if "none" not in (choices(name) or ()) else ("",)  # --web none is a choice, not empty
+    if value is None or (isinstance(value, str) and value.strip().lower() in empty):
         if optional(name):
             return None
         raise SettingsError(_bad(name, value, source, "cannot be empty"))

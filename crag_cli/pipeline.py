@@ -285,18 +285,30 @@ class Pipeline:
                 self.ranking,
             )
 
-    def _strongest_first(self, result: Result) -> list[Strip]:
-        """The result's strips, strongest first by the pipeline's ranking (ties keep order).
+    def _reading_order(self, result: Result) -> list[Strip]:
+        """The result's strips in the order the generator reads them.
 
-        Correct and Incorrect rank their one source. Ambiguous ranks its
-        passages and the web's strips each on their own and takes them in turn
-        (:func:`crag_cli.refine.interleave`), so that each source's best reaches
-        the reader however the evaluator's scores of two kinds of unit compare.
-        The passages come first when one of them has lexical support (the
-        folder's words answer the question), else the web's strips.
-        A strip repeating a stronger one's text is left out (:func:`crag_cli.refine.distinct`).
+        Passages kept whole keep their retrieval order: the evaluator has
+        chosen which are kept (:meth:`_kept`), and the index's ranking of the
+        user's own documents is the one that holds out of the evaluator's
+        domain (on COVID-QA's diagnosis part it put a passage holding the
+        answer first for 57 local questions of 121 where the fused ranking put
+        one first for 38; on PopQA's 67 and 73 of 103, with the same passages
+        read: ``benchmarks/results/knowledge-recall/README.md``). Strips cut
+        from passages (``refine``) and from web pages are ranked by the
+        pipeline's ranking.
+
+        Correct and Incorrect read their one source. Ambiguous takes its
+        passages and the web's strips in turn (:func:`crag_cli.refine.interleave`),
+        so that each source's best reaches the reader however the evaluator's
+        scores of two kinds of unit compare. The passages come first when one
+        of them has lexical support (the folder's words answer the question),
+        else the web's strips.
+        A strip repeating an earlier one's text is left out (:func:`crag_cli.refine.distinct`).
         """
-        internal = strongest_first(list(result.internal_knowledge or []), self.ranking)
+        internal = list(result.internal_knowledge or [])
+        if self.refine_knowledge:
+            internal = strongest_first(internal, self.ranking)
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
@@ -304,17 +316,18 @@ class Pipeline:
             internal, external = external, internal
         return distinct(interleave(internal, external))
 
-    def _keep_strongest(self, result: Result) -> list[Strip]:
-        """Keep the strongest strips, internal and external together: at most what the action allows.
+    def _keep_first(self, result: Result) -> list[Strip]:
+        """Keep the first strips in reading order, internal and external together: at most what the action allows.
 
         An Ambiguous question refines both its passages and the web pages; the
         generator gets the best ``strips`` of the two, not ``strips`` of each,
         and no more than ``knowledge_words`` words of them (at least one strip).
         The result keeps only those, so its record shows what the generator read.
-        Returns them, strongest first: the order the prompt shows (fused ranks
-        depend on the set ranked, so the kept strips are not ranked again).
+        Returns them in reading order (:meth:`_reading_order`), the order the
+        prompt shows (fused ranks depend on the set ranked, so the kept strips
+        are not ranked again).
         """
-        chosen = within_words(self._strongest_first(result)[: self._top(result)], self.knowledge_words)
+        chosen = within_words(self._reading_order(result)[: self._top(result)], self.knowledge_words)
         kept = {id(s) for s in chosen}
         if result.internal_knowledge is not None:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
@@ -323,7 +336,7 @@ class Pipeline:
         return chosen
 
     def _knowledge(self, chosen: Sequence[Strip]) -> list[KnowledgeItem]:
-        """CRAG's knowledge for the prompt: the kept strips (internal and external) in their order, strongest first.
+        """CRAG's knowledge for the prompt: the kept strips (internal and external) in reading order.
 
         Each item carries the evaluator's verdict in words (``high``, ``medium``,
         ``low``; see :meth:`Thresholds.relevance`).
@@ -394,7 +407,7 @@ class Pipeline:
                 result.internal_knowledge = self._internal(result)
             if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
                 result.external_knowledge = self._external(result)
-            items = self._knowledge(self._keep_strongest(result))
+            items = self._knowledge(self._keep_first(result))
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)

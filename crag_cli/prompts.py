@@ -52,7 +52,7 @@ class KnowledgeItem:
         return f"(relevance: {self.relevance}) " if self.relevance else ""
 
 
-RANKED_NOTE = "The reference items are ordered from most to least relevant, as judged by a relevance checker."
+VERDICT_NOTE = "A relevance checker judged how relevant each reference item is."
 
 
 _MARKER = re.compile(r"<{3,}(?=\s*REFERENCE)|(?<=REFERENCE)(\s*)>{3,}", re.IGNORECASE)
@@ -96,7 +96,7 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
     if task not in INSTRUCTIONS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
     if items:
-        note = f"{RANKED_NOTE}\n" if any(item.relevance for item in items) else ""
+        note = f"{VERDICT_NOTE}\n" if any(item.relevance for item in items) else ""
         reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n{note}\n"
     else:
         reference = "No reference knowledge was found; answer from what you know.\n\n"

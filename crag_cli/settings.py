@@ -30,6 +30,7 @@ from .actions import PRESETS
 from .models import DEFAULT_MODEL, EMBEDDED, embedded
 from .prompts import TASKS
 from .refine import RANKINGS, STRIP_MODES
+from .web.rewrite import REWRITES
 
 WEB_BACKENDS = ("none", "ddgs", "searxng")
 
@@ -173,10 +174,17 @@ class Settings(BaseModel):
     )
     web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True)  # type: ignore[valid-type]
     searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web", answers=True)
-    rewrite: bool = setting(True, "Rewrite the question into search keywords.", "web", answers=True)
+    rewrite: Literal[REWRITES] = setting(  # type: ignore[valid-type]
+        "words",
+        "How the question becomes the web search query: words (its content words, no model: instant), model (the "
+        "generator's few-shot keyword query, at most --rewrite-tokens tokens; content words when its output is not "
+        "one), none (the question itself).",
+        "web",
+        answers=True,
+    )
     rewrite_tokens: int = setting(
         24,
-        "Most tokens the generator writes for the keyword query (bounds the rewrite's time).",
+        "Most tokens the generator writes for the keyword query with --rewrite model (bounds the rewrite's time).",
         "web",
         answers=True,
         ge=4,
@@ -184,8 +192,9 @@ class Settings(BaseModel):
     )
     web_results: int = setting(5, "Result pages to fetch.", "web", answers=True, ge=1, le=50)
     strips_scored: int = setting(
-        40,
-        "Web strips the evaluator scores per question: the best by BM25 within the fetched pages.",
+        10,
+        "Web strips the evaluator scores per question: the best by BM25 within the fetched pages (a bound on the "
+        "web's cost: about 0.04 s a strip on 2 cores).",
         "web",
         answers=True,
         ge=1,

@@ -443,7 +443,8 @@ def test_malformed_result_urls_are_skipped_pages_not_failed_questions(built_inde
             "--max-tokens",
             "4",
             "--no-cache",
-            "--no-rewrite",
+            "--rewrite",
+            "none",
         ]
         r = invoke("ask", "What is Zorblat Quintana's occupation?", *common, "--json")
         assert r.exit_code == 0, r.output

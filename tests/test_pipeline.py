@@ -3,7 +3,7 @@
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
-from crag_cli.prompts import RANKED_NOTE
+from crag_cli.prompts import VERDICT_NOTE
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -21,16 +21,18 @@ def reference(gen: FakeGenerator) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def test_correct_gives_the_strongest_strips_first_labelled_and_fewer():
+def test_correct_gives_the_kept_passages_in_retrieval_order_labelled_and_fewer():
+    """The evaluator chooses which passages are kept (over the lower threshold); they keep the index's order."""
     gen = FakeGenerator("politician")
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, strips=5, strips_correct=2)
+    scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     result = pipe.run("What is Ole Krarup's occupation?", answers=["politician"])
     assert result.action is Action.CORRECT
     lines = reference(gen)
-    assert len(lines) == 2  # Correct: strips_correct, not strips
+    assert len(lines) == 2  # Correct: strips_correct, not strips; the seal hunter (below lower) is not kept
     assert lines[0].startswith("[1] (relevance: high) ") and "Danish politician" in lines[0]
     assert lines[1].startswith("[2] (relevance: high) ") and "European Parliament" in lines[1]
-    assert RANKED_NOTE in gen.messages[-1][1]["content"]
+    assert VERDICT_NOTE in gen.messages[-1][1]["content"]
     assert result.grounded is True and to_record(result)["grounded"] is True
 
 
@@ -50,7 +52,7 @@ def test_ambiguous_takes_passages_and_web_strips_in_turn_and_flags_an_unsupporte
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
-def test_ambiguous_gives_the_generator_the_strongest_strips_of_both_not_twice_as_many():
+def test_ambiguous_gives_the_generator_strips_of_both_in_turn_not_twice_as_many():
     passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
     scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}
     web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(4)], score=0.25)
@@ -61,9 +63,9 @@ def test_ambiguous_gives_the_generator_the_strongest_strips_of_both_not_twice_as
     assert result.action is Action.AMBIGUOUS
     lines = reference(gen)
     assert len(lines) == 3  # `strips` in all, not `strips` local and `strips` web
-    assert "fact 3" in lines[0] and "web item 0" in lines[1] and "fact 2" in lines[2]  # in turn, each strongest first
+    assert "fact 0" in lines[0] and "web item 0" in lines[1] and "fact 1" in lines[2]  # in turn, passages in order
     record = to_record(result)  # the record shows what the generator read, no more
-    assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 2.", "Ole Krarup fact 3."]
+    assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 0.", "Ole Krarup fact 1."]
     assert [s["text"] for s in record["external_knowledge"]["strips"]] == ["Ole Krarup was web item 0."]
 
 
@@ -118,13 +120,18 @@ def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
     assert grouped.calls == 4
 
 
-def test_fused_ranking_keeps_the_first_retrieved_passage_when_the_evaluator_prefers_the_last():
-    """An evaluator out of its domain may score a far-down passage highest; fused, the top retrieved strip stays."""
+def test_whole_passages_keep_retrieval_order_and_strips_follow_the_ranking():
+    """An evaluator out of its domain may score a far-down passage highest: whole passages keep the index's order
+    whatever the ranking; strips cut from them (--refine) follow it, fused keeping the top retrieved strip."""
     passages = [f"Filler passage number {i} about other things entirely. It says nothing here." for i in range(10)]
     passages[0] = "The bovine coronavirus genome is about 31 kb long. It is a large RNA genome."
     passages[9] = "Bovine herds are large. Coronavirus outbreaks in herds are studied."
     scores = {"31 kb": 0.6, "herds": 0.7}
-    for ranking, expected in (("fused", "31 kb"), ("evaluator", "herds")):
+    for refine, ranking, expected in (
+        (False, "evaluator", "31 kb"),
+        (True, "fused", "31 kb"),
+        (True, "evaluator", "herds"),
+    ):
         gen = FakeGenerator("31 kb")
         pipe = Pipeline(
             FakeRetriever(passages),
@@ -134,11 +141,12 @@ def test_fused_ranking_keeps_the_first_retrieved_passage_when_the_evaluator_pref
             strips=5,
             strips_correct=1,
             ranking=ranking,
+            refine=refine,
         )
         result = pipe.run("What is the size of the bovine coronavirus genome?")
         assert result.action is Action.CORRECT
         lines = reference(gen)
-        assert len(lines) == 1 and expected in lines[0], (ranking, lines)
+        assert len(lines) == 1 and expected in lines[0], (refine, ranking, lines)
 
 
 def test_knowledge_words_bounds_what_the_generator_reads_but_keeps_one_strip():

@@ -375,7 +375,8 @@ def test_cached_private_pages_are_not_served_without_allow_private(built_index, 
             "--max-tokens",
             "2",
             "--json",
-            "--no-rewrite",
+            "--rewrite",
+            "none",
         ]
         first = json.loads(invoke("ask", *base, "--allow-private").stdout)
         assert any("sculptor" in s["text"] for s in first["external_knowledge"]["strips"])

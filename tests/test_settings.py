@@ -18,9 +18,9 @@ def test_precedence_flags_over_env_over_file_over_defaults(tmp_path):
 
 def test_config_from_env_variable_and_table(tmp_path):
     cfg = tmp_path / "other.toml"
-    cfg.write_text('[crag]\nweb = "searxng"\nsearxng_url = "http://127.0.0.1:8888/"\nrewrite = false\n')
+    cfg.write_text('[crag]\nweb = "searxng"\nsearxng_url = "http://127.0.0.1:8888/"\nrewrite = "none"\n')
     s = load_settings({}, env={"CRAG_CONFIG": str(cfg)}, cwd=tmp_path)
-    assert s.web == "searxng" and s.rewrite is False and s.searxng_url == "http://127.0.0.1:8888"
+    assert s.web == "searxng" and s.rewrite == "none" and s.searxng_url == "http://127.0.0.1:8888"
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_config_from_env_variable_and_table(tmp_path):
         ),
         (
             {"CRAG_REWRITE": "maybe"},
-            "for rewrite .from environment variable CRAG_REWRITE.: input should be a valid boolean",
+            "for rewrite .from environment variable CRAG_REWRITE.: input should be 'words', 'model' or 'none'",
         ),
     ],
 )
@@ -110,3 +110,9 @@ def test_the_evaluator_and_the_generator_take_their_settings_by_name():
     assert set(names_in("evaluator")) <= evaluator
     generator = set(inspect.signature(LlamaGenerator).parameters) | set(PROMPT_SETTINGS)
     assert set(names_in("generator")) <= generator
+
+
+@pytest.mark.parametrize("name", ["web", "rewrite"])
+def test_none_is_a_choice_where_a_setting_offers_it(name, tmp_path):
+    assert getattr(load_settings({name: "none"}, env={}, cwd=tmp_path), name) == "none"
+    assert getattr(load_settings({}, env={f"CRAG_{name.upper()}": "none"}, cwd=tmp_path), name) == "none"

@@ -161,6 +161,7 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
         RecordingGenerator("Zorblat Quintana, occupation"),
         Fetcher(timeout=2, allow_private=True),
         results=4,
+        rewrite="model",
         cache=DiskCache(tmp_path / "c", ttl=3600),
         strips=3,
         filter_threshold=-1,
@@ -190,7 +191,7 @@ def test_web_stage_falls_back_to_snippets(minilm):
             minilm,
             None,
             Fetcher(timeout=2, allow_private=True),
-            rewrite=False,
+            rewrite="none",
             filter_threshold=-1,
         )
         ext = stage.run("zorblat quintana", {})
@@ -243,7 +244,8 @@ def test_ask_incorrect_uses_the_web_and_shows_urls(web, built_index, tiny_gguf):
         "--max-tokens",
         "4",
         "--no-cache",
-        "--no-rewrite",
+        "--rewrite",
+        "none",
         "--json",
     )
     rec = json.loads(r.stdout)

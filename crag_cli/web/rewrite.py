@@ -1,10 +1,12 @@
-"""Rewriting a question into a web search query: the generator's few-shot keyword query, or its content words."""
+"""Rewriting a question into a web search query: its content words, or the generator's few-shot keyword query."""
 
 from __future__ import annotations
 
 import re
 
 from ..generator import Generator
+
+REWRITES = ("words", "model", "none")  # how the question becomes the query: content_words, rewrite_query, itself
 
 _STOPWORDS = set(
     "a an the of in on at to for from by with about as is are was were be been being do does did what who whom "

@@ -11,7 +11,7 @@ from ..refine import KnowledgeSource, refine
 from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
-from .rewrite import rewrite_query
+from .rewrite import content_words, rewrite_query
 from .types import ExternalKnowledge, SearchResult
 
 
@@ -24,10 +24,13 @@ class WebSearch:
     evaluator : Evaluator
         Scores the web strips (the same refinement as internal knowledge).
     generator : Generator, optional
-        Rewrites the question; ``None`` or ``rewrite=False`` searches without it.
+        Writes the keyword query with ``rewrite="model"`` (``None``: content words instead).
     fetcher : Fetcher
     results : int
         Result pages to fetch.
+    rewrite : {"words", "model", "none"}
+        The search query: the question's content words (no model), the
+        generator's keyword query, or the question itself.
     """
 
     def __init__(
@@ -37,7 +40,7 @@ class WebSearch:
         generator: Generator | None,
         fetcher: Fetcher,
         results: int = 5,
-        rewrite: bool = True,
+        rewrite: str = "words",
         wiki_first: bool = False,
         cache: DiskCache | None = None,
         strip_mode: str = "excerption",
@@ -105,10 +108,12 @@ class WebSearch:
         ext = ExternalKnowledge(backend=self.backend.name)
         start = time.perf_counter()
         notes: list[str] = []
-        if self.rewrite:
+        if self.rewrite == "model":
             query, ext.rewritten, note = rewrite_query(question, self.generator, self.rewrite_tokens)
             if note:
                 notes.append(note)
+        elif self.rewrite == "words":
+            query = content_words(question)
         else:
             query = question
         timings["rewrite"] = time.perf_counter() - start
