@@ -126,7 +126,7 @@ class Pipeline:
     strips : int
         The most strips the generator gets: refinement keeps this many of the
         passages and of the web pages, and an Ambiguous question (both) the
-        strongest this many of the two together.
+        first this many of the two together, in reading order.
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
         evaluator is sure, the generator gets fewer and stronger strips.
@@ -136,11 +136,12 @@ class Pipeline:
         strip, whole; web pages are always refined.
     knowledge_words : int, optional
         The most words of knowledge the generator gets in ``crag`` mode: the
-        strongest strips until this many (at least one); ``None``: no bound.
+        first strips in reading order until this many (at least one); ``None``: no bound.
     ranking : {"fused", "evaluator"}
-        How the strongest strips are chosen: the evaluator's score fused with
-        the retrieval order, or the score alone (the paper); see
-        :func:`crag_cli.refine.strongest_first`.
+        How the strongest strips (the web's; the passages' with ``refine``) are
+        chosen: the evaluator's score fused with the retrieval order, or the
+        score alone (the paper); see :func:`crag_cli.refine.strongest_first`.
+        Passages kept whole keep their retrieval order.
     task : str
         Default task (prompt) for questions that name none.
     max_tokens : int, optional

@@ -15,7 +15,8 @@ TASKS = ("popqa", "bio", "pubqa", "arc")
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
-PROMPT_VERSION = 3
+# 4: the note says a relevance checker judged the items, not that they are ranked (passages keep retrieval order).
+PROMPT_VERSION = 4
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
@@ -113,8 +114,8 @@ def fit_knowledge(
 ) -> tuple[list[dict], list[KnowledgeItem], int]:
     """Trim knowledge until the prompt fits ``budget`` tokens.
 
-    Whole items are dropped from the end (CRAG ranks its knowledge strongest
-    first, plain RAG in retrieval order, so this keeps the best); when a single item alone
+    Whole items are dropped from the end (CRAG's knowledge comes in reading
+    order, plain RAG's in retrieval order, so this keeps the first); when a single item alone
     does not fit, its words are cut in half until it does.
 
     Returns

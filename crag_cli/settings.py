@@ -142,15 +142,15 @@ class Settings(BaseModel):
     )
     ranking: Literal[RANKINGS] = setting(  # type: ignore[valid-type]
         "fused",
-        "Strongest strips: fused (the evaluator's score fused with the retrieval order) or evaluator "
-        "(the score alone, as in the paper).",
+        "Strongest strips (the web's, and the passages' with --refine; whole passages keep their retrieval order): "
+        "fused (the evaluator's score fused with the retrieval order) or evaluator (the score alone, as in the paper).",
         "refine",
         answers=True,
     )
     knowledge_words: int = setting(
         300,
-        "Most words of knowledge the generator gets in crag mode: the strongest strips until this many (at least "
-        "one); 300 is what plain RAG with k = 3 gives of 100-word passages.",
+        "Most words of knowledge the generator gets in crag mode: the first strips in reading order until this many "
+        "(at least one); 300 is what plain RAG with k = 3 gives of 100-word passages.",
         "refine",
         answers=True,
         ge=10,

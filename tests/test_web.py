@@ -184,6 +184,15 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
     assert any(p.get("cached") for p in again.pages)
 
 
+def test_web_stage_searches_the_question_words_by_default_without_the_generator(web, minilm):
+    """The default query costs no model call: the question's content words, what the search engine ranks by."""
+    gen = RecordingGenerator("Zorblat Quintana, occupation")
+    stage = WebSearch(SearxngBackend(web.url), minilm, gen, Fetcher(timeout=2, allow_private=True), results=2)
+    ext = stage.run("What is Zorblat Quintana's occupation?", {})
+    assert ext.query == "Zorblat Quintana occupation" and not ext.rewritten and gen.prompts == []
+    assert any("sculptor" in s.text for s in ext.strips)
+
+
 def test_web_stage_falls_back_to_snippets(minilm):
     with LocalWeb(result_paths=("/report.pdf", "/empty")) as server:
         stage = WebSearch(
