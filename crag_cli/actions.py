@@ -40,7 +40,7 @@ class Thresholds:
         return {"upper": self.upper, "lower": self.lower, "filter": self.filter, "source": self.source}
 
     def relevance(self, score: float) -> str:
-        """The evaluator's verdict on one piece of knowledge, in words, for the generator's prompt.
+        """The evaluator's verdict on one piece of knowledge, in words, as ``crag ask`` shows it.
 
         ``high`` at or above ``upper`` (enough for Correct on its own), ``medium``
         at or above ``lower``, ``low`` below it.

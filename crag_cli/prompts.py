@@ -15,7 +15,7 @@ TASKS = ("popqa", "bio", "pubqa", "arc")
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
-# 4: the note says a relevance checker judged the items, not that they are ranked (passages keep retrieval order).
+# 4: no verdicts and no note: crag's knowledge is shown as plain RAG's is (passages keep retrieval order).
 PROMPT_VERSION = 4
 
 SYSTEM = (
@@ -39,7 +39,8 @@ class KnowledgeItem:
     """One piece of knowledge for the prompt and where it came from (a passage id or a URL).
 
     ``relevance`` is the retrieval evaluator's verdict in words (``high``,
-    ``medium``, ``low``), or empty when nothing judged it (plain RAG).
+    ``medium``, ``low``), or empty when nothing judged it (plain RAG). ``crag
+    ask`` shows it; the prompt does not (:func:`render_knowledge`).
     """
 
     text: str
@@ -49,11 +50,8 @@ class KnowledgeItem:
 
     @property
     def verdict(self) -> str:
-        """``(relevance: high) `` as the prompt and ``crag ask`` show it; empty when unjudged."""
+        """``(relevance: high) `` as ``crag ask`` shows it; empty when unjudged."""
         return f"(relevance: {self.relevance}) " if self.relevance else ""
-
-
-VERDICT_NOTE = "A relevance checker judged how relevant each reference item is."
 
 
 _MARKER = re.compile(r"<{3,}(?=\s*REFERENCE)|(?<=REFERENCE)(\s*)>{3,}", re.IGNORECASE)
@@ -73,14 +71,18 @@ def neutralise(text: str) -> str:
 
 
 def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
-    """Numbered knowledge lines: ``[1] (Title) text``, or ``[1] (relevance: high) (Title) text`` when judged.
+    """Numbered knowledge lines, ``[1] (Title) text``, for crag and plain RAG alike.
 
+    The evaluator's verdicts are not shown to the generator: out of the
+    evaluator's domain they labelled passages holding the answer "low" (until
+    issue 31 the prompt showed them and said the items went from most to least
+    relevant; ``docs/benchmarks.md`` has the two-domain figures of the change).
     Titles and texts go through :func:`neutralise`: a document or web page cannot end the reference block.
     """
     lines = []
     for i, item in enumerate(items, 1):
         title = f"({neutralise(item.title)}) " if item.title else ""
-        lines.append(f"[{i}] {item.verdict}{title}{neutralise(item.text)}")
+        lines.append(f"[{i}] {title}{neutralise(item.text)}")
     return "\n".join(lines)
 
 
@@ -97,8 +99,7 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
     if task not in INSTRUCTIONS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
     if items:
-        note = f"{VERDICT_NOTE}\n" if any(item.relevance for item in items) else ""
-        reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n{note}\n"
+        reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n\n"
     else:
         reference = "No reference knowledge was found; answer from what you know.\n\n"
     user = f"{reference}Question: {neutralise(question)}\n{INSTRUCTIONS[task]}"

@@ -3,7 +3,7 @@
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
-from crag_cli.prompts import VERDICT_NOTE
+from crag_cli.prompts import build_messages
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -21,7 +21,7 @@ def reference(gen: FakeGenerator) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def test_correct_gives_the_kept_passages_in_retrieval_order_labelled_and_fewer():
+def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer():
     """The evaluator chooses which passages are kept (over the lower threshold); they keep the index's order."""
     gen = FakeGenerator("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
@@ -30,9 +30,12 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_labelled_and_fewer()
     assert result.action is Action.CORRECT
     lines = reference(gen)
     assert len(lines) == 2  # Correct: strips_correct, not strips; the seal hunter (below lower) is not kept
-    assert lines[0].startswith("[1] (relevance: high) ") and "Danish politician" in lines[0]
-    assert lines[1].startswith("[2] (relevance: high) ") and "European Parliament" in lines[1]
-    assert VERDICT_NOTE in gen.messages[-1][1]["content"]
+    assert lines[0].startswith("[1] ") and "Danish politician" in lines[0]
+    assert lines[1].startswith("[2] ") and "European Parliament" in lines[1]
+    # the evaluator's verdicts stay out of the prompt: it is plain RAG's prompt over crag's knowledge
+    assert "relevance" not in gen.messages[-1][1]["content"]
+    assert gen.messages[-1] == build_messages(result.question, result.knowledge_used)
+    assert [k.relevance for k in result.knowledge_used] == ["high", "high"]  # kept for crag ask and the record
     assert result.grounded is True and to_record(result)["grounded"] is True
 
 
@@ -47,8 +50,8 @@ def test_ambiguous_takes_passages_and_web_strips_in_turn_and_flags_an_unsupporte
     assert result.action is Action.AMBIGUOUS and web.queries
     lines = reference(gen)
     assert len(lines) == 2
-    assert "Danish jurist." in lines[0] and "(relevance: medium)" in lines[0]  # no support: the web's first
-    assert "seal hunter" in lines[1] and "(relevance: medium)" in lines[1]  # not the web's second (0.4)
+    assert "Danish jurist." in lines[0]  # no support: the web's first
+    assert "seal hunter" in lines[1]  # not the web's second (0.4)
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
@@ -177,7 +180,7 @@ def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
         result = pipe.run(question)
         assert result.action is action
         assert [s.text for s in result.internal_knowledge] == [passages[i] for i in kept]  # whole passages
-        assert sorted(line.split(") ", 1)[1] for line in reference(gen)) == sorted(passages[i] for i in kept)
+        assert sorted(line.split("] ", 1)[1] for line in reference(gen)) == sorted(passages[i] for i in kept)
 
 
 def test_a_repeated_passage_reaches_the_generator_once():
@@ -191,7 +194,7 @@ def test_a_repeated_passage_reaches_the_generator_once():
     gen = FakeGenerator("politician")
     pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.2), TH, gen, strips=3)
     result = pipe.run("What is Ole Krarup's occupation?")
-    texts = [line.split(") ", 1)[1] for line in reference(gen)]
+    texts = [line.split("] ", 1)[1] for line in reference(gen)]
     assert sum("Exception" in t for t in texts) == 1
     assert len(texts) == 3 and "European Parliament" in texts[2]
     assert len(result.internal_knowledge) == 3
