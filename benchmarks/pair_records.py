@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("records", type=Path)
     ap.add_argument("baselines", type=Path, nargs="+")
     args = ap.parse_args(argv)
-    questions = {q["id"]: q for q in map(json.loads, args.questions.read_text().splitlines()) if q}
+    questions = {q["id"]: q for q in (json.loads(x) for x in args.questions.read_text().splitlines() if x.strip())}
     records = scored(args.records, questions)
     local = {r["id"] for r in records if questions[r["id"]].get("answer_in_local", True)}
     print(f"{args.records} against each baseline, on its {len(records)} questions ({len(local)} local)\n")
@@ -56,9 +56,12 @@ def main(argv: list[str] | None = None) -> None:
         for part in (None, True, False):
             mine = [r for r in records if part is None or (r["id"] in local) == part]
             theirs = [b for r, b in zip(records, base) if part is None or (r["id"] in local) == part]
+            if not mine:
+                cells.append("–")
+                continue
             f1 = paired_f1(mine, theirs)
             lo, hi = f1["ci95"]
-            cells.append(f"{points(f1['difference'])} ({points(lo)} to {points(hi)})" if mine else "–")
+            cells.append(f"{points(f1['difference'])} ({points(lo)} to {points(hi)})")
         span = paired(records, base)
         print(
             f"| {path} | {cells[0]} | {points(span['difference'])} ({span['only_mode']} / {span['only_baseline']}) | "

@@ -129,7 +129,7 @@ class Pipeline:
         first this many of the two together, in reading order.
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
-        evaluator is sure, the generator gets fewer and stronger strips.
+        evaluator is sure, the generator gets fewer strips (the first kept, in reading order).
     refine : bool
         Cut the kept passages into strips too. ``False`` (crag's default, the
         paper's "w/o refinement" for local passages): each kept passage is one
@@ -321,7 +321,7 @@ class Pipeline:
         """Keep the first strips in reading order, internal and external together: at most what the action allows.
 
         An Ambiguous question refines both its passages and the web pages; the
-        generator gets the best ``strips`` of the two, not ``strips`` of each,
+        generator gets the first ``strips`` of the two, not ``strips`` of each,
         and no more than ``knowledge_words`` words of them (at least one strip).
         The result keeps only those, so its record shows what the generator read.
         Returns them in reading order (:meth:`_reading_order`), the order the

@@ -199,8 +199,8 @@ def distinct(strips: Sequence[Strip]) -> list[Strip]:
 def interleave(first: Sequence[Strip], second: Sequence[Strip]) -> list[Strip]:
     """Strips taken in turn from two lists, ``first`` first; the longer list's rest at the end.
 
-    How an Ambiguous question's knowledge is ordered: its passages and the web's
-    strips are each ranked on their own, and the reader gets the best of both
+    How an Ambiguous question's knowledge is ordered: its passages (in retrieval
+    order) and the web's strips (ranked) each keep their own order, and the reader gets the first of both
     rather than whichever source the evaluator happens to score higher (a short
     web strip scores higher than a whole passage out of the evaluator's domain).
 
@@ -223,7 +223,7 @@ def within_words(strips: Sequence[Strip], max_words: int | None) -> list[Strip]:
     Parameters
     ----------
     strips : sequence of Strip
-        Strongest first.
+        In reading order.
     max_words : int or None
         ``None``: no bound.
 

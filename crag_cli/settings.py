@@ -127,7 +127,8 @@ class Settings(BaseModel):
     )
     strips_correct: int = setting(
         3,
-        "Strips kept when the action is Correct (the evaluator is sure): fewer, stronger evidence.",
+        "Strips kept when the action is Correct (the evaluator is sure): fewer distractors (the first kept "
+        "passages in retrieval order).",
         "refine",
         answers=True,
         ge=1,

@@ -35,7 +35,7 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
     # the evaluator's verdicts stay out of the prompt: it is plain RAG's prompt over crag's knowledge
     assert "relevance" not in gen.messages[-1][1]["content"]
     assert gen.messages[-1] == build_messages(result.question, result.knowledge_used)
-    assert [k.relevance for k in result.knowledge_used] == ["high", "high"]  # kept for crag ask and the record
+    assert [k.relevance for k in result.knowledge_used] == ["high", "high"]  # kept for crag ask's listing
     assert result.grounded is True and to_record(result)["grounded"] is True
 
 
