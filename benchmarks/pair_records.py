@@ -18,19 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from popqa import paired, paired_f1, token_scores  # noqa: E402
-
-from crag_cli.match import holds_answer  # noqa: E402
+from popqa import paired, paired_f1, score_records  # noqa: E402
 
 
 def scored(path: Path, questions: dict[str, dict]) -> list[dict]:
-    """The records of ``path`` with ``f1`` and ``correct_word`` set against their question's gold answers."""
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    for r in records:
-        gold = questions[r["id"]]["answers"]
-        r["f1"] = token_scores(r.get("answer") or "", gold)[0]
-        r["correct_word"] = holds_answer(r.get("answer") or "", gold)
-    return records
+    """The records of ``path``, scored against their questions' gold answers (``popqa.score_records``)."""
+    return score_records([json.loads(line) for line in path.read_text().splitlines() if line.strip()], questions)
 
 
 def points(value: float) -> str:

@@ -107,6 +107,15 @@ def spread_sample(lines: list[str], n: int | None) -> list[str]:
     return [lines[i * len(lines) // n] for i in range(n)]
 
 
+def score_records(records: list[dict], questions: dict[str, dict]) -> list[dict]:
+    """Set each record's ``correct_word`` (a gold answer in it, whole words) and ``f1`` (SQuAD token F1)."""
+    for r in records:
+        gold = questions[r["id"]]["answers"]
+        r["correct_word"] = holds_answer(r.get("answer") or "", gold)
+        r["f1"] = token_scores(r.get("answer") or "", gold)[0]
+    return records
+
+
 def summarise(records: list[dict], passages: dict[str, str], questions: dict[str, dict]) -> dict:
     """The metrics of one mode from its batch records."""
     n = len(records)
@@ -603,9 +612,7 @@ def main() -> None:
     try:
         for mode in modes:
             records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator)
-            for r in records:
-                r["correct_word"] = holds_answer(r.get("answer") or "", questions[r["id"]]["answers"])
-                r["f1"] = token_scores(r.get("answer") or "", questions[r["id"]]["answers"])[0]
+            score_records(records, questions)
             results[mode] = summarise(records, passages, questions)
             if mode in EVALUATES and in_sample is not None:
                 results[mode]["in_sample"] = in_sample

@@ -211,7 +211,7 @@ class Pipeline:
         strips = []
         for q, hs in zip(qs, hits):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            action = decide(scores, self.thresholds.upper, self.thresholds.lower, self._supported(hs, scores))
+            _, action = self._judge(hs, scores)
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
@@ -256,9 +256,13 @@ class Pipeline:
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
         result.thresholds = self.thresholds
         result.lexical_support = self.lexical_support
-        result.supported = self._supported(result.hits, result.scores)
-        result.action = decide(result.scores, self.thresholds.upper, self.thresholds.lower, result.supported)
+        result.supported, result.action = self._judge(result.hits, result.scores)
         return result
+
+    def _judge(self, hits: Sequence[Hit], scores: Sequence[float]) -> tuple[bool, Action]:
+        """Whether a passage has lexical support, and the action (:func:`crag_cli.actions.decide`)."""
+        has_support = self._supported(hits, scores)
+        return has_support, decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""

@@ -128,21 +128,7 @@ class WebSearch:
         if self.wiki_first:
             results = wikipedia_first(results)
         ext.results = results
-        pages = self._fetch([r.url for r in results])
-        sources = []
-        for page in pages:
-            record = page.record()
-            if page.error is None:
-                try:
-                    title, text = page_text(page)
-                except Exception as exc:  # an unparsable page is that page's error
-                    title, text = "", ""
-                    record["error"] = f"unparsable page: {type(exc).__name__}"
-                if text.strip():
-                    sources.append(KnowledgeSource(page.url, title, text))
-                elif record["error"] is None:
-                    record["error"] = "no main text"
-            ext.pages.append(record)
+        sources, ext.pages = page_sources(self._fetch([r.url for r in results]))
         if not sources:
             sources = [KnowledgeSource(r.url, r.title, r.snippet) for r in results if r.snippet.strip()]
             ext.from_snippets = bool(sources)
@@ -166,6 +152,25 @@ class WebSearch:
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
         ext.error = "; ".join(notes) or None
         return ext
+
+
+def page_sources(pages: list[Page]) -> tuple[list[KnowledgeSource], list[dict]]:
+    """The main text of each fetched page as a knowledge source, and each page's record with what went wrong."""
+    sources, records = [], []
+    for page in pages:
+        record = page.record()
+        if page.error is None:
+            try:
+                title, text = page_text(page)
+            except Exception as exc:  # an unparsable page is that page's error
+                title, text = "", ""
+                record["error"] = f"unparsable page: {type(exc).__name__}"
+            if text.strip():
+                sources.append(KnowledgeSource(page.url, title, text))
+            elif record["error"] is None:
+                record["error"] = "no main text"
+        records.append(record)
+    return sources, records
 
 
 def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
