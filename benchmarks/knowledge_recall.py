@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         strips = []
         if result.action is not Action.INCORRECT:
             result.internal_knowledge = pipe._internal(result)
-            strips = pipe._reading_order(result)[: pipe._top(result)]
+            strips = pipe.reader_strips(result)
         c["refined"] += any(holds_answer(s.text, gold) for s in strips)
         c["words"] += sum(len(s.text.split()) for s in strips)
         if result.action is Action.CORRECT:

@@ -38,7 +38,6 @@ from popqa import spread_sample  # noqa: E402
 from crag_cli import build  # noqa: E402
 from crag_cli.actions import Action  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.refine import within_words  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 # name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
@@ -125,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
             strips = []
             if r.action is not Action.INCORRECT:
                 r.internal_knowledge = pipe._internal(r)
-                strips = within_words(pipe._reading_order(r)[: pipe._top(r)], pipe.knowledge_words)
+                strips = pipe.reader_strips(r)
             got = any(holds_answer(s.text, gold) for s in strips)
             c["top3"] += top3
             c["reader"] += got

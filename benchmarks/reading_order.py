@@ -35,7 +35,7 @@ from webstandin import start_in_thread  # noqa: E402
 from crag_cli import build  # noqa: E402
 from crag_cli.actions import Action  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.refine import fuse_ranks, lexical_scores, strip_pieces, strongest_first, within_words  # noqa: E402
+from crag_cli.refine import fuse_ranks, lexical_scores, strip_pieces, strongest_first  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.web.rewrite import content_words  # noqa: E402
 from crag_cli.web.stage import page_sources  # noqa: E402
@@ -48,7 +48,7 @@ def reader_knowledge(pipe, result, passage_order: str) -> list:
     """The strips the generator would read, the kept passages in retrieval order or fused first."""
     if passage_order == "fused":
         result = replace(result, internal_knowledge=strongest_first(list(result.internal_knowledge or []), "fused"))
-    return within_words(pipe._reading_order(result)[: pipe._top(result)], pipe.knowledge_words)
+    return pipe.reader_strips(result)
 
 
 def web_strip_hits(pipe, web, question: str, gold: list[str]) -> dict[tuple[int, str], list[bool]]:

@@ -22,7 +22,6 @@ from .refine import (
     KnowledgeSource,
     Strip,
     distinct,
-    interleave,
     refine,
     strip_pieces,
     strongest_first,
@@ -120,23 +119,26 @@ class Pipeline:
         and scoring at least the filter threshold, has lexical support
         (:func:`crag_cli.actions.supported`): then retrieval is not judged
         Incorrect, Correct keeps that passage, and Ambiguous puts the passages
-        before the web's strips. 1: never (the paper's rule).
+        before the web's strips (:meth:`reader_strips`). 1: never (the paper's rule).
     strip_mode : str
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
         The most strips the generator gets: refinement keeps this many of the
-        passages and of the web pages, and an Ambiguous question (both) the
-        first this many of the two together, in reading order.
+        passages and of the web pages, and an Ambiguous question (both) reads
+        this many of the two in all (:meth:`reader_strips`).
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
-        evaluator is sure, the generator gets fewer strips (the first kept, in reading order).
+        evaluator is sure, the generator gets fewer strips (the first kept, in
+        reading order). An Ambiguous question reads this many of its leading
+        source before the other's.
     refine : bool
         Cut the kept passages into strips too. ``False`` (crag's default, the
         paper's "w/o refinement" for local passages): each kept passage is one
         strip, whole; web pages are always refined.
     knowledge_words : int, optional
-        The most words of knowledge the generator gets in ``crag`` mode: the
-        first strips in reading order until this many (at least one); ``None``: no bound.
+        The most words of knowledge the generator gets in ``crag`` mode from
+        each source: the first strips in reading order until this many (at
+        least one); ``None``: no bound.
     ranking : {"fused", "evaluator"}
         How the strongest strips (the web's; the passages' with ``refine``) are
         chosen: the evaluator's score fused with the retrieval order, or the
@@ -285,13 +287,13 @@ class Pipeline:
                 sources,
                 self._scorer,
                 self.strip_mode,
-                self._top(result),
+                min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips,
                 self.thresholds.filter,
                 self.ranking,
             )
 
-    def _reading_order(self, result: Result) -> list[Strip]:
-        """The result's strips in the order the generator reads them.
+    def reader_strips(self, result: Result) -> list[Strip]:
+        """The strips the generator reads for this result, in reading order (before the prompt's token fit).
 
         Passages kept whole keep their retrieval order: the evaluator has
         chosen which are kept (:meth:`_kept`), and the index's ranking of the
@@ -303,13 +305,17 @@ class Pipeline:
         from passages (``refine``) and from web pages are ranked by the
         pipeline's ranking.
 
-        Correct and Incorrect read their one source. Ambiguous takes its
-        passages and the web's strips in turn (:func:`crag_cli.refine.interleave`),
-        so that each source's best reaches the reader however the evaluator's
-        scores of two kinds of unit compare. The passages come first when one
-        of them has lexical support (the folder's words answer the question),
-        else the web's strips.
-        A strip repeating an earlier one's text is left out (:func:`crag_cli.refine.distinct`).
+        Correct reads the first ``strips_correct`` of its passages and
+        Incorrect the first ``strips`` of the web's strips, each within
+        ``knowledge_words`` words (at least one strip). Ambiguous reads both,
+        one after the other (the paper's "combine both"), so that neither
+        source's words crowd out the other's: first the leading source's first
+        ``strips_correct`` strips within ``knowledge_words``, then the other
+        source's first ones up to ``strips`` in all, within ``knowledge_words``
+        of their own. The passages lead when one of them has lexical support
+        (the folder's words answer the question), else the web's strips. A
+        strip repeating an earlier one's text is left out
+        (:func:`crag_cli.refine.distinct`).
         """
         internal = list(result.internal_knowledge or [])
         if self.refine_knowledge:
@@ -317,22 +323,23 @@ class Pipeline:
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
-        if not result.supported:
-            internal, external = external, internal
-        return distinct(interleave(internal, external))
+        if result.action is Action.CORRECT:
+            return within_words(distinct(internal)[: self.strips_correct], self.knowledge_words)
+        if result.action is Action.INCORRECT:
+            return within_words(distinct(external)[: self.strips], self.knowledge_words)
+        lead, other = (internal, external) if result.supported else (external, internal)
+        first = within_words(distinct(lead)[: min(self.strips, self.strips_correct)], self.knowledge_words)
+        rest = distinct(first + other)[len(first) :]
+        return first + within_words(rest[: self.strips - len(first)], self.knowledge_words)
 
     def _keep_first(self, result: Result) -> list[Strip]:
-        """Keep the first strips in reading order, internal and external together: at most what the action allows.
+        """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.
 
-        An Ambiguous question refines both its passages and the web pages; the
-        generator gets the first ``strips`` of the two, not ``strips`` of each,
-        and no more than ``knowledge_words`` words of them (at least one strip).
         The result keeps only those, so its record shows what the generator read.
-        Returns them in reading order (:meth:`_reading_order`), the order the
-        prompt shows (fused ranks depend on the set ranked, so the kept strips
-        are not ranked again).
+        Returns them in reading order, the order the prompt shows (fused ranks
+        depend on the set ranked, so the kept strips are not ranked again).
         """
-        chosen = within_words(self._reading_order(result)[: self._top(result)], self.knowledge_words)
+        chosen = self.reader_strips(result)
         kept = {id(s) for s in chosen}
         if result.internal_knowledge is not None:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
@@ -347,10 +354,6 @@ class Pipeline:
         ``low``; see :meth:`Thresholds.relevance`).
         """
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
-
-    def _top(self, result: Result) -> int:
-        """Strips the generator gets for this result's action."""
-        return min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips
 
     def _external(self, result: Result) -> ExternalKnowledge:
         if self.web is None:

@@ -196,27 +196,6 @@ def distinct(strips: Sequence[Strip]) -> list[Strip]:
     return kept
 
 
-def interleave(first: Sequence[Strip], second: Sequence[Strip]) -> list[Strip]:
-    """Strips taken in turn from two lists, ``first`` first; the longer list's rest at the end.
-
-    How an Ambiguous question's knowledge is ordered: its passages (in retrieval
-    order) and the web's strips (ranked) each keep their own order, and the reader gets the first of both
-    rather than whichever source the evaluator happens to score higher (a short
-    web strip scores higher than a whole passage out of the evaluator's domain).
-
-    Examples
-    --------
-    >>> a = [Strip(t, "a", "", (0, i), 0.0) for i, t in enumerate("xyz")]
-    >>> b = [Strip("w", "b", "", (0, 0), 0.0)]
-    >>> [s.text for s in interleave(a, b)]
-    ['x', 'w', 'y', 'z']
-    """
-    out: list[Strip] = []
-    for i in range(max(len(first), len(second))):
-        out += [s[i] for s in (first, second) if i < len(s)]
-    return out
-
-
 def within_words(strips: Sequence[Strip], max_words: int | None) -> list[Strip]:
     """The longest prefix of ``strips`` holding at most ``max_words`` words, and never less than the first strip.
 

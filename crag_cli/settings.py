@@ -119,7 +119,8 @@ class Settings(BaseModel):
     )
     strips: int = setting(
         5,
-        "Strips the generator gets, of the passages and the web pages in all (Ambiguous takes them in turn).",
+        "Strips the generator gets, of the passages and the web pages in all (Ambiguous: the leading source's "
+        "--strips-correct, then the other's).",
         "refine",
         answers=True,
         ge=1,
@@ -128,7 +129,8 @@ class Settings(BaseModel):
     strips_correct: int = setting(
         3,
         "Strips kept when the action is Correct (the evaluator is sure): fewer distractors (the first kept "
-        "passages in retrieval order).",
+        "passages in retrieval order). Ambiguous reads as many of its leading source (the passages when one has "
+        "lexical support, else the web's strips) before the other's.",
         "refine",
         answers=True,
         ge=1,
@@ -150,8 +152,9 @@ class Settings(BaseModel):
     )
     knowledge_words: int = setting(
         300,
-        "Most words of knowledge the generator gets in crag mode: the first strips in reading order until this many "
-        "(at least one); 300 is what plain RAG with k = 3 gives of 100-word passages.",
+        "Most words of knowledge the generator gets in crag mode from each source: the first strips in reading order "
+        "until this many (at least one); Ambiguous reads up to this many of the passages and of the web's strips "
+        "each. 300 is what plain RAG with k = 3 gives of 100-word passages.",
         "refine",
         answers=True,
         ge=10,

@@ -39,9 +39,8 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
     assert result.grounded is True and to_record(result)["grounded"] is True
 
 
-def test_ambiguous_takes_passages_and_web_strips_in_turn_and_flags_an_unsupported_answer():
-    """Each source ranked on its own and taken in turn, the web's first when no passage has lexical support:
-    the web's second strip, scored higher, does not push the passage out."""
+def test_ambiguous_lets_the_web_lead_when_no_passage_has_support_and_flags_an_unsupported_answer():
+    """No passage has lexical support: the web's first strip, then the passages, up to `strips` in all."""
     gen = FakeGenerator("seal hunter and sailor")
     web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist.", "Ole Krarup was a Danish jurist and writer."])
     web.score = 0.4
@@ -50,26 +49,41 @@ def test_ambiguous_takes_passages_and_web_strips_in_turn_and_flags_an_unsupporte
     assert result.action is Action.AMBIGUOUS and web.queries
     lines = reference(gen)
     assert len(lines) == 2
-    assert "Danish jurist." in lines[0]  # no support: the web's first
-    assert "seal hunter" in lines[1]  # not the web's second (0.4)
+    assert "Danish jurist." in lines[0]  # no support: the web leads, with `strips_correct` strips
+    assert "seal hunter" in lines[1]  # then the passage, not the web's second strip
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
-def test_ambiguous_gives_the_generator_strips_of_both_in_turn_not_twice_as_many():
+def _ambiguous_with_support(**kwargs):
     passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
     scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}
     web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(4)], score=0.25)
     gen = FakeGenerator("jurist")
-    retriever = FakeRetriever(passages, support=0.8)  # the passages hold the question's words: they come first
-    pipe = Pipeline(retriever, FakeEvaluator(scores), TH, gen, web=web, strips=3, strips_correct=1, lexical_support=0.5)
+    retriever = FakeRetriever(passages, support=0.8)  # the passages hold the question's words: they lead
+    pipe = Pipeline(retriever, FakeEvaluator(scores), TH, gen, web=web, lexical_support=0.5, **kwargs)
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.AMBIGUOUS
-    lines = reference(gen)
-    assert len(lines) == 3  # `strips` in all, not `strips` local and `strips` web
-    assert "fact 0" in lines[0] and "web item 0" in lines[1] and "fact 1" in lines[2]  # in turn, passages in order
+    return result, reference(gen)
+
+
+def test_ambiguous_reads_the_passages_as_correct_would_then_the_web_up_to_strips_in_all():
+    result, lines = _ambiguous_with_support(strips=4, strips_correct=2)
+    assert len(lines) == 4  # `strips` in all, not `strips` local and `strips` web
+    assert ["fact 0" in lines[0], "fact 1" in lines[1]] == [True, True]  # `strips_correct` passages, in order
+    assert "web item 0" in lines[2] and "web item 1" in lines[3]
     record = to_record(result)  # the record shows what the generator read, no more
     assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 0.", "Ole Krarup fact 1."]
-    assert [s["text"] for s in record["external_knowledge"]["strips"]] == ["Ole Krarup was web item 0."]
+    assert [s["text"] for s in record["external_knowledge"]["strips"]] == [
+        "Ole Krarup was web item 0.",
+        "Ole Krarup was web item 1.",
+    ]
+
+
+def test_ambiguous_bounds_each_source_by_knowledge_words_so_neither_crowds_out_the_other():
+    # passages are 4 words, web strips 6: 8 words take two passages, and the web still gets one strip of its own
+    _, lines = _ambiguous_with_support(strips=5, strips_correct=3, knowledge_words=8)
+    assert len(lines) == 3
+    assert "fact 0" in lines[0] and "fact 1" in lines[1] and "web item 0" in lines[2]
 
 
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
