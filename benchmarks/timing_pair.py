@@ -1,12 +1,12 @@
-"""crag against plain RAG at k = 3, timed side by side: the same questions, the two modes taking turns.
+"""crag against plain RAG (k = 3 unless --k), timed side by side: the same questions, the two modes taking turns.
 
     python benchmarks/timing_pair.py --data ../shared/bench/popqa [--questions FILE] --sample 200 [--model NAME]
-                                     [--evaluator SPEC] --out OUTDIR
+                                     [--evaluator SPEC] [--k K] --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
 script opens both pipelines in one process (``crag_cli.open``: ``crag`` with the
-web stand-in, ``rag`` with ``top_k=3``; each loads its own copy of the models
+web stand-in, ``rag`` with ``top_k=K``; each loads its own copy of the models
 once) and answers the questions in groups of ``crag_cli.batch.GROUP_LINES``,
 each group by both modes in turn, the first mode alternating from group to
 group. Whatever slows the machine slows both. It writes each mode's records
@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from popqa import spread_sample  # noqa: E402
 
-MODES = {"crag": {"mode": "crag"}, "rag-k3": {"mode": "rag", "top_k": 3}}
 SHOWN_STAGES = ("evaluate", "refine", "rewrite", "search", "generate")  # the stage columns of results.md
 
 
@@ -56,8 +55,11 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
+    parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    rag = f"rag-k{args.k}"
+    modes = {"crag": {"mode": "crag"}, rag: {"mode": "rag", "top_k": args.k}}
 
     import crag_cli
     from crag_cli.batch import GROUP_LINES
@@ -88,9 +90,9 @@ def main() -> None:
     crag_only = web | ({"evaluator": args.evaluator} if args.evaluator else {})
     opened = {
         name: crag_cli.open(**common, **(crag_only if m["mode"] == "crag" else {}), **m).load()
-        for name, m in MODES.items()
+        for name, m in modes.items()
     }
-    names = list(MODES)
+    names = list(modes)
     records: dict[str, list[dict]] = {name: [] for name in names}
     per_group: dict[str, list[float]] = {name: [] for name in names}
     start = time.perf_counter()
@@ -127,9 +129,13 @@ def main() -> None:
             "correct": sum(bool(r.get("correct")) for r in recs),
             "errors": sum(bool(r.get("error")) for r in recs),
         }
-    a, b = np.array(per_group["crag"]), np.array(per_group["rag-k3"])
+    a, b = np.array(per_group["crag"]), np.array(per_group[rag])
     lo, hi = bootstrap_ratio(a, b)
-    result["ratio"] = {"crag_over_rag_k3": round(float(a.sum() / b.sum()), 3), "ci95": [round(lo, 3), round(hi, 3)]}
+    result["ratio"] = {
+        "rag": rag,
+        "crag_over_rag": round(float(a.sum() / b.sum()), 3),
+        "ci95": [round(lo, 3), round(hi, 3)],
+    }
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     rows = [
         "| mode | questions | correct | prompt tokens | s/question | "
@@ -145,7 +151,7 @@ def main() -> None:
             + " |"
         )
     text = "\n".join(rows) + (
-        f"\n\ncrag / rag-k3 = {result['ratio']['crag_over_rag_k3']:.3f} "
+        f"\n\ncrag / {rag} = {result['ratio']['crag_over_rag']:.3f} "
         f"(95% interval over the {len(a)} groups: {lo:.3f} to {hi:.3f}); wall {wall:.0f} s\n"
     )
     text += f"\n**{seen_note}**\n" if seen_note else ""
