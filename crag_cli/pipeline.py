@@ -287,7 +287,7 @@ class Pipeline:
                 sources,
                 self._scorer,
                 self.strip_mode,
-                min(self.strips, self.strips_correct) if result.action is Action.CORRECT else self.strips,
+                self._top(result.action),
                 self.thresholds.filter,
                 self.ranking,
             )
@@ -323,14 +323,17 @@ class Pipeline:
         external = strongest_first(
             list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
         )
-        if result.action is Action.CORRECT:
-            return within_words(distinct(internal)[: self.strips_correct], self.knowledge_words)
-        if result.action is Action.INCORRECT:
-            return within_words(distinct(external)[: self.strips], self.knowledge_words)
+        if result.action is not Action.AMBIGUOUS:
+            only = internal if result.action is Action.CORRECT else external
+            return within_words(distinct(only)[: self._top(result.action)], self.knowledge_words)
         lead, other = (internal, external) if result.supported else (external, internal)
-        first = within_words(distinct(lead)[: min(self.strips, self.strips_correct)], self.knowledge_words)
+        first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
         rest = distinct(first + other)[len(first) :]
         return first + within_words(rest[: self.strips - len(first)], self.knowledge_words)
+
+    def _top(self, action: Action) -> int:
+        """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""
+        return min(self.strips, self.strips_correct) if action is Action.CORRECT else self.strips
 
     def _keep_first(self, result: Result) -> list[Strip]:
         """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.
