@@ -16,7 +16,8 @@ TASKS = ("popqa", "bio", "pubqa", "arc")
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
 # 4: no verdicts and no note: crag's knowledge is shown as plain RAG's is (passages keep retrieval order).
-PROMPT_VERSION = 4
+# 5: short-answer questions that do not ask for a name, a place... are answered with the reference's sentence.
+PROMPT_VERSION = 5
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
@@ -25,13 +26,16 @@ SYSTEM = (
 )
 
 INSTRUCTIONS = {
-    "popqa": "Answer with a short phrase only (a name, a place, a profession, a title...), no explanation.",
+    "popqa": (
+        "Answer with a short phrase (a name, a place, a profession, a title...) when the question asks for one; "
+        "otherwise with the sentence of the reference that answers it. No explanation."
+    ),
     "bio": "Write a short factual biography paragraph about the person.",
     "pubqa": "Is the claim true or false? Answer with one word: true or false.",
     "arc": "Answer with the letter of the correct choice only.",
 }
 
-MAX_TOKENS = {"popqa": 32, "bio": 300, "pubqa": 8, "arc": 8}
+MAX_TOKENS = {"popqa": 64, "bio": 300, "pubqa": 8, "arc": 8}
 
 
 @dataclass(frozen=True)
