@@ -97,6 +97,31 @@ from crag_cli.evaltest import in_sample_note  # noqa: E402
 from crag_cli.train import in_sample as evaluator_in_sample  # noqa: E402
 
 
+def previous_web_port(out: Path) -> int:
+    """The stand-in's port of an earlier run into ``out`` (0 when none): an interrupted crag batch resumes only
+    with the same ``--searxng-url``."""
+    for manifest in sorted(out.glob("records-*.jsonl.run.json")):
+        try:
+            url = json.loads(manifest.read_text()).get("identity", {}).get("searxng_url") or ""
+        except (OSError, ValueError):
+            continue
+        port = url.rpartition(":")[2]
+        if url.startswith("http://127.0.0.1:") and port.isdigit():
+            return int(port)
+    return 0
+
+
+def start_web(web: Path, out: Path):
+    """Start the web stand-in, on the port of an earlier run into ``out`` when it is free (else any free port)."""
+    from webstandin import start_in_thread
+
+    port = previous_web_port(out)
+    try:
+        return start_in_thread(web, port)
+    except OSError:
+        return start_in_thread(web, 0)
+
+
 def spread_sample(lines: list[str], n: int | None) -> list[str]:
     """Every (len/n)-th line, so a sample of a file sorted by relation covers every relation.
 
@@ -570,7 +595,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from crag_cli.index import BM25Index, build_index
-    from webstandin import start_in_thread
 
     modes = parse_modes(parser, args.modes)
     out = args.out.resolve()
@@ -604,7 +628,7 @@ def main() -> None:
     report = build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", index_dir)
     print(f"index: {report.status}, {report.passages} passages", file=sys.stderr)
     passages = {p.id: p.text for p in BM25Index.load(index_dir).passages}
-    server, web_url = start_in_thread(args.data / "web.jsonl")
+    server, web_url = start_web(args.data / "web.jsonl", out)
     print(f"web stand-in at {web_url}", file=sys.stderr)
 
     results, records_of = {}, {}

@@ -275,3 +275,27 @@ def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_pat
     cells = [c.strip() for c in local.split("|")[1:-1]]
     assert cells[1] == "1" and cells[3:6] == ["100.0%", "100.0%", "100.0%"]  # Berlin is in the top 3
     assert [c.strip() for c in web.split("|")[1:-1]][3] == "0.0%"  # no local passage names Zorblat
+
+
+def test_a_rerun_into_the_same_folder_serves_the_web_where_the_interrupted_crag_batch_found_it(tmp_path):
+    # crag batch --resume refuses another --searxng-url, so the stand-in comes back on its earlier port.
+    web = tmp_path / "web.jsonl"
+    web.write_text(json.dumps({"id": "w1", "title": "Page", "text": "Some text."}) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert popqa.previous_web_port(out) == 0
+    first, url = popqa.start_web(web, out)
+    first.shutdown()
+    first.server_close()
+    (out / "records-crag.jsonl.run.json").write_text(json.dumps({"identity": {"searxng_url": url}}))
+    again, url_again = popqa.start_web(web, out)
+    try:
+        assert url_again == url
+        # While that port is taken, any free one.
+        other, url_other = popqa.start_web(web, out)
+        other.shutdown()
+        other.server_close()
+        assert url_other != url
+    finally:
+        again.shutdown()
+        again.server_close()
