@@ -30,7 +30,7 @@ from .refine import (
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
-GROUNDED_TASKS = ("popqa",)  # tasks whose answer is a phrase that the knowledge can contain
+GROUNDED_TASKS = ("popqa", "docqa")  # tasks whose answer is a phrase that the knowledge can contain
 
 
 @dataclass

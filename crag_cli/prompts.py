@@ -11,12 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-TASKS = ("popqa", "bio", "pubqa", "arc")
+TASKS = ("popqa", "docqa", "bio", "pubqa", "arc")
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
 # 4: no verdicts and no note: crag's knowledge is shown as plain RAG's is (passages keep retrieval order).
-# 5: short-answer questions that do not ask for a name, a place... are answered with the reference's sentence.
+# 5: the docqa task: a question that does not ask for a name, a place... is answered with the reference's sentence.
 PROMPT_VERSION = 5
 
 SYSTEM = (
@@ -26,7 +26,8 @@ SYSTEM = (
 )
 
 INSTRUCTIONS = {
-    "popqa": (
+    "popqa": "Answer with a short phrase only (a name, a place, a profession, a title...), no explanation.",
+    "docqa": (
         "Answer with a short phrase (a name, a place, a profession, a title...) when the question asks for one; "
         "otherwise with the sentence of the reference that answers it. No explanation."
     ),
@@ -35,7 +36,7 @@ INSTRUCTIONS = {
     "arc": "Answer with the letter of the correct choice only.",
 }
 
-MAX_TOKENS = {"popqa": 64, "bio": 300, "pubqa": 8, "arc": 8}
+MAX_TOKENS = {"popqa": 32, "docqa": 64, "bio": 300, "pubqa": 8, "arc": 8}
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
     question : str
     items : sequence of KnowledgeItem
         May be empty: the prompt then says that no reference was found.
-    task : {"popqa", "bio", "pubqa", "arc"}
+    task : {"popqa", "docqa", "bio", "pubqa", "arc"}
     """
     if task not in INSTRUCTIONS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
@@ -165,7 +166,7 @@ def fit_knowledge(
 def clean_answer(text: str, task: str) -> str:
     """Strip white space; short-answer tasks keep only the first non-empty line."""
     text = text.strip()
-    if task in ("popqa", "pubqa", "arc"):
+    if task in ("popqa", "docqa", "pubqa", "arc"):
         for line in text.splitlines():
             if line.strip():
                 return line.strip()

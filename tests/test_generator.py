@@ -125,3 +125,15 @@ def test_every_embedded_models_packages_are_pinned_in_its_extra():
     for model in EMBEDDED.values():
         pinned = {req.split("==")[0] for req in extras[model.extra] if "==" in req}
         assert set(model.packages) <= pinned, model.name
+
+
+def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
+    # A user of a document folder chooses --task docqa; its answer is a sentence, so it may take more tokens.
+    from crag_cli.prompts import INSTRUCTIONS, MAX_TOKENS
+
+    user = build_messages("Why?", [KnowledgeItem("Because of X.", "d1")], task="docqa")[1]["content"]
+    assert user.endswith(INSTRUCTIONS["docqa"]) and "sentence of the reference" in user
+    assert MAX_TOKENS["docqa"] > MAX_TOKENS["popqa"]
+    assert (
+        clean_answer("\nBecause of X, the rate fell.\nExplanation follows.", "docqa") == "Because of X, the rate fell."
+    )
