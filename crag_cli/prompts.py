@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 TASKS = ("popqa", "docqa", "bio", "pubqa", "arc")
+SHORT_ANSWER_TASKS = ("popqa", "docqa", "pubqa", "arc")  # the answer is the first non-empty line
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
@@ -166,7 +167,7 @@ def fit_knowledge(
 def clean_answer(text: str, task: str) -> str:
     """Strip white space; short-answer tasks keep only the first non-empty line."""
     text = text.strip()
-    if task in ("popqa", "docqa", "pubqa", "arc"):
+    if task in SHORT_ANSWER_TASKS:
         for line in text.splitlines():
             if line.strip():
                 return line.strip()

@@ -166,14 +166,14 @@ class Settings(BaseModel):
         "generator",
         answers=True,
     )
-    task: Literal[TASKS] = setting(
+    task: Literal[TASKS] = setting(  # type: ignore[valid-type]
         "popqa",
         "Prompt: "
         + ", ".join(TASKS)
         + " (docqa: the reference's sentence unless a name or the like is asked for; for questions about documents).",
         "generator",
         answers=True,
-    )  # type: ignore[valid-type]
+    )
     max_tokens: Optional[int] = setting(
         None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192
     )

@@ -8,14 +8,14 @@ from crag_cli.prompts import KnowledgeItem, build_messages, clean_answer, fit_kn
 
 
 def test_tiny_model_streams_deterministically(tiny_gguf):
-    gen = LlamaGenerator(str(tiny_gguf), n_ctx=1024)
+    gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
     messages = build_messages("What is the capital of France?", [KnowledgeItem("Paris is the capital.", "d1")])
     pieces = []
     out = gen.generate(messages, max_tokens=12, on_token=pieces.append)
     assert out.text == "".join(pieces)
     assert out.prompt_tokens == gen.count_tokens(messages) > 20
     assert out.completion_tokens >= 1  # llama-cpp may run a few past 12 to finish a UTF-8 character
-    assert LlamaGenerator(str(tiny_gguf), n_ctx=1024).generate(messages, max_tokens=12).text == out.text
+    assert LlamaGenerator(str(tiny_gguf), n_ctx=512).generate(messages, max_tokens=12).text == out.text
 
 
 def test_prompt_marks_knowledge_as_reference_not_instructions():
