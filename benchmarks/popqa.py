@@ -1,7 +1,7 @@
 """Benchmark of a bench folder (PopQA, COVID-QA, any): does correction beat plain RAG, and at what cost?
 
     python benchmarks/popqa.py --data DIR [--questions FILE] [--limit N] [--sample N] [--modes rag,crag,...]
-                               [--model NAME] [--evaluator SPEC] --out OUTDIR
+                               [--model NAME] [--evaluator SPEC] [--task TASK] --out OUTDIR
 
 DIR is laid out as ``../shared/bench/popqa`` or ``../shared/bench/covidqa``: a
 ``docs/`` folder (indexed as a user would, ``crag index DIR/docs``: any file
@@ -47,7 +47,10 @@ asks the questions of FILE (a fold written by ``benchmarks/split_popqa.py --fold
 instead of ``DIR/questions.dev.jsonl``; ``--evaluator SPEC`` is the evaluator of
 the modes that evaluate (crag's default otherwise), for cross-fitting: each fold
 answered with the evaluator trained on the other folds, the folds' runs then
-joined by ``benchmarks/crossfit.py``.
+joined by ``benchmarks/crossfit.py``. ``--task TASK`` is every mode's
+generation task (``crag batch --task``; crag's default otherwise), for
+instance ``docqa`` for a folder of documents whose answers are the
+references' sentences.
 Below the main table: span found, F1, token recall and knowledge recall (the
 knowledge given to the generator still holds the gold span) per action and for
 local against web-only questions, and the slowest questions with their stages.
@@ -91,6 +94,7 @@ EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}  # 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
+from crag_cli.prompts import TASKS  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
@@ -489,9 +493,13 @@ def chart(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def made_with(records: list[dict], evaluator: str | None) -> bool:
-    """Whether every record was made with ``evaluator`` (``None``: a mode that does not evaluate, always true)."""
-    return evaluator is None or all(r.get("evaluator") == evaluator for r in records)
+def made_with(records: list[dict], evaluator: str | None, task: str | None = None) -> bool:
+    """Whether every record was made with ``evaluator`` (``None``: a mode that does not evaluate, always true)
+    and for ``task`` (``None``: any task)."""
+    return all(
+        (evaluator is None or r.get("evaluator") == evaluator) and (task is None or r.get("task") == task)
+        for r in records
+    )
 
 
 def run_mode(
@@ -503,14 +511,18 @@ def run_mode(
     out: Path,
     ids: list[str],
     evaluator: str | None = None,
+    task: str | None = None,
 ) -> list[dict]:
     """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR.
 
     ``evaluator`` (an absolute spec; ``None``: crag's default) is given to the
     modes that evaluate; their records are reused only when made with it.
+    ``task`` (``None``: crag's default) is every mode's; records are reused
+    only when made for it.
     """
     n = len(ids)
     wanted = (evaluator or Settings().evaluator) if mode in EVALUATES else None
+    wanted_task = task or Settings().task
     records_path = out / f"records-{mode}.jsonl"
     partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
@@ -521,9 +533,11 @@ def run_mode(
                 existing.append(json.loads(line))
             except json.JSONDecodeError:  # a line cut off by an interruption ends what is usable
                 break
-        if not made_with(existing[:n], wanted):
+        if not made_with(existing[:n], wanted, wanted_task):
             print(
-                f"{mode}: {source.name} was made with another evaluator than {wanted}: answering again", file=sys.stderr
+                f"{mode}: {source.name} was made with another evaluator or task than {wanted or 'none'}, "
+                f"{wanted_task}: answering again",
+                file=sys.stderr,
             )
             existing = []
         if source == records_path and len(existing) >= n and [r.get("id") for r in existing[:n]] == ids:
@@ -540,6 +554,8 @@ def run_mode(
     ]
     if evaluator and mode in EVALUATES:
         args += ["--evaluator", evaluator]
+    if task:
+        args += ["--task", task]
     cmd = [
         sys.executable,
         "-m",
@@ -591,6 +607,7 @@ def main() -> None:
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
+    parser.add_argument("--task", choices=TASKS, default=None, help="every mode's task (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -635,7 +652,9 @@ def main() -> None:
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     try:
         for mode in modes:
-            records = run_mode(mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator)
+            records = run_mode(
+                mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator, args.task
+            )
             score_records(records, questions)
             results[mode] = summarise(records, passages, questions)
             if mode in EVALUATES and in_sample is not None:

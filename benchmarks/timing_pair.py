@@ -1,7 +1,7 @@
 """crag against plain RAG (k = 3 unless --k), timed side by side: the same questions, the two modes taking turns.
 
     python benchmarks/timing_pair.py --data ../shared/bench/popqa [--questions FILE] --sample 200 [--model NAME]
-                                     [--evaluator SPEC] [--k K] --out OUTDIR
+                                     [--evaluator SPEC] [--k K] [--task TASK] --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
@@ -13,7 +13,8 @@ group. Whatever slows the machine slows both. It writes each mode's records
 (as ``crag batch`` writes them), ``results.json`` and ``results.md``: mean
 seconds per question per mode and stage, the ratio crag / rag, and the ratio's
 spread over the groups (bootstrap 95% interval). Questions are the same spread
-sample as ``benchmarks/popqa.py --sample N``.
+sample as ``benchmarks/popqa.py --sample N``; ``--task`` is both modes' task
+(crag's default otherwise).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 from popqa import spread_sample  # noqa: E402
+
+from crag_cli.prompts import TASKS  # noqa: E402
 
 SHOWN_STAGES = ("evaluate", "refine", "rewrite", "search", "generate")  # the stage columns of results.md
 
@@ -56,6 +59,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
     parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
+    parser.add_argument("--task", choices=TASKS, default=None, help="both modes' task (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     rag = f"rag-k{args.k}"
@@ -85,7 +89,11 @@ def main() -> None:
     docs = args.data / "docs"
     build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", out / "index")
     _server, web_url = start_in_thread(args.data / "web.jsonl")
-    common = {"index": str(out / "index")} | ({"model": args.model} if args.model else {})
+    common = (
+        {"index": str(out / "index")}
+        | ({"model": args.model} if args.model else {})
+        | ({"task": args.task} if args.task else {})
+    )
     web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
     crag_only = web | ({"evaluator": args.evaluator} if args.evaluator else {})
     opened = {
@@ -114,6 +122,7 @@ def main() -> None:
     result = {
         "questions": n,
         "model": opened["crag"].settings.model,
+        "task": opened["crag"].settings.task,
         "group": GROUP_LINES,
         "wall_seconds": round(wall, 1),
         "modes": {},

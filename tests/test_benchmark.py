@@ -126,6 +126,22 @@ def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_
     assert [r["id"] for r in run(ids[:2])] == ids[:2] and records.read_text() == before  # reused, not rerun
 
 
+def test_run_mode_passes_the_task_and_answers_again_for_another_task(built_index, tiny_gguf, tmp_path, capsys):
+    ids = ["q1", "q2"]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": i, "question": f"Who is {i}?", "answers": ["x"]}) + "\n" for i in ids)
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    run = lambda task: popqa.run_mode("no-retrieval", questions, built_index, "", str(tiny_gguf), out, ids, None, task)  # noqa: E731
+    assert {r["task"] for r in run(None)} == {"popqa"}  # crag's default task
+    assert {r["task"] for r in run("docqa")} == {"docqa"}  # not the popqa records reused
+    assert "made with another evaluator or task" in capsys.readouterr().err
+    assert {r["task"] for r in run("docqa")} == {"docqa"}
+    assert "reusing the first 2 records" in capsys.readouterr().err  # made for docqa: not answered a third time
+
+
 def test_paired_comparison_matches_scipy_mcnemar_and_a_hand_count():
     from scipy.stats import binomtest
 
@@ -203,6 +219,8 @@ def test_run_mode_answers_again_when_the_records_were_made_with_another_evaluato
     assert popqa.made_with(rows, "minilm") and popqa.made_with(rows, None)  # None: a mode that does not evaluate
     assert not popqa.made_with(rows, "/tmp/fold-2-evaluator")
     assert not popqa.made_with(rows + [{"id": "q3", "evaluator": "/tmp/fold-2-evaluator"}], "minilm")
+    tasks = [{"id": "q1", "evaluator": "minilm", "task": "popqa"}]
+    assert popqa.made_with(tasks, "minilm", "popqa") and not popqa.made_with(tasks, "minilm", "docqa")
 
 
 def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
