@@ -19,6 +19,7 @@ import pytest
         "crag_cli.actions",
         "crag_cli.bm25",
         "crag_cli.fakes",
+        "crag_cli.train.data",
     ],
 )
 def test_docstring_examples(module):

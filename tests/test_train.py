@@ -209,6 +209,39 @@ def test_parse_synthetic():
     assert parse_synthetic("Question: Who painted it?") is None
 
 
+def test_synthetic_questions_alone_still_calibrate_an_incorrect_side():
+    from collections import Counter
+
+    from crag_cli.actions import decide
+    from crag_cli.calibrate import choose_action_thresholds
+    from crag_cli.train import calibration_items, question_items
+
+    # questions written by --synthetic: each holds its answer in its own passage; scores overlap as in life
+    pairs, scores = [], []
+    for q in range(20):
+        pairs += [LabelledPair(f"s{q}", f"q{q}?", "own", 1)] + [LabelledPair(f"s{q}", f"q{q}?", "other", 0)] * 4
+        scores += [-0.6 + 0.06 * q] + [-0.9 + 0.045 * q - 0.1 * i for i in range(4)]
+    unanswered = [s for i, s in enumerate(scores) if i % 5]  # what the evaluator sees without the own passage
+    absent = [max(unanswered[4 * q : 4 * q + 4]) for q in range(20)]
+
+    def actions(upper, lower):
+        return Counter(decide([b], upper, lower).value for b in absent)
+
+    upper, lower, notes = choose_action_thresholds(question_items(pairs, scores))
+    assert upper == lower and "Incorrect only when nothing is retrieved" in notes[0]  # no band, no Incorrect side
+    alone = actions(upper, lower)
+    assert alone["correct"] >= 13  # most questions the folder cannot answer would never reach the web
+    items = calibration_items(pairs, scores)
+    assert len(items) == 40 and sum(it.holds for it in items) == 20
+    assert sorted(it.best for it in items if not it.holds) == sorted(absent)
+    upper, lower, _ = choose_action_thresholds(items)
+    now = actions(upper, lower)
+    assert upper > lower and now["incorrect"] >= 10 and now["correct"] <= 3  # an Ambiguous band, and Incorrect
+    assert sum(decide(it.scores, upper, lower).value != "incorrect" for it in items if it.holds) >= 18
+    gold = pairs[:5] + [LabelledPair("g", "g?", "none", 0)] * 3  # a gold question with no answer retrieved
+    assert calibration_items(gold, scores[:8]) == question_items(gold, scores[:8])  # gold data: unchanged
+
+
 def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     pairs = toy_pairs(24)
     train_part, val_part = split_by_question(pairs, 0.25, seed=0)
@@ -553,7 +586,7 @@ def test_topic_guard_report_says_off_when_the_thresholds_leave_no_ambiguous_band
     from types import SimpleNamespace
 
     from crag_cli.calibrate import action_accuracy
-    from crag_cli.train import fit_topic_guard, question_items
+    from crag_cli.train import calibration_items, fit_topic_guard
 
     pairs = toy_pairs(8)
     inputs = [(p.question, p.passage) for p in pairs]
@@ -563,7 +596,7 @@ def test_topic_guard_report_says_off_when_the_thresholds_leave_no_ambiguous_band
         calib = SimpleNamespace(upper=upper, lower=lower)
         guard, report = fit_topic_guard(scorer, str(tiny_bert), pairs, inputs, calib, {})
         assert report["off"] and "guard is off" in report["note"]
-        acc, counts = action_accuracy(question_items(pairs, raw), upper, lower)
+        acc, counts = action_accuracy(calibration_items(pairs, raw), upper, lower)
         assert report["actions"] == counts and report["action_accuracy"] == round(acc, 4)
     guard, report = fit_topic_guard(scorer, str(tiny_bert), pairs, inputs, SimpleNamespace(upper=0.9, lower=0.0), {})
     assert not report["off"] and guard["score"] == 0.0

@@ -285,10 +285,40 @@ def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> li
     return list(groups.values())
 
 
-def validation_metrics(pairs: Sequence[LabelledPair], scores: Sequence[float], **precision) -> dict:
-    """Pair accuracy (score >= 0, i.e. probability >= 0.5), pair AUC and action accuracy (thresholds fitted here)."""
-    labels = [bool(p.label) for p in pairs]
+def calibration_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:
+    """The questions the thresholds are calibrated and judged on: :func:`question_items`, and when every one
+    of them holds an answer, each again as if the index lacked it.
+
+    Questions written by ``--synthetic`` always hold their answer (their own
+    passage), so on them alone every cut calls everything Correct and
+    Incorrect is never learned: the calibration would leave no Ambiguous band
+    and the action would never search. A question with answer-free passages
+    is then added a second time with only those (``holds`` false): what the
+    evaluator sees when the folder does not hold the answer. Questions with
+    gold answers, some of which do not hold one, are returned unchanged.
+
+    Examples
+    --------
+    >>> from crag_cli.train.data import LabelledPair
+    >>> pairs = [LabelledPair("1", "q?", "yes", 1), LabelledPair("1", "q?", "no", 0)]
+    >>> [(i.scores, i.holds) for i in calibration_items(pairs, [0.9, -0.2])]
+    [([0.9, -0.2], True), ([-0.2], False)]
+    """
     items = question_items(pairs, scores)
+    if not items or not all(it.holds for it in items):
+        return items
+    absent: dict[int, Item] = {}
+    for g, p, s in zip(question_groups(pairs), pairs, scores):
+        if not p.label:
+            absent.setdefault(g, Item([], False)).scores.append(s)
+    return items + list(absent.values())
+
+
+def validation_metrics(pairs: Sequence[LabelledPair], scores: Sequence[float], **precision) -> dict:
+    """Pair accuracy (score >= 0, i.e. probability >= 0.5), pair AUC and action accuracy (thresholds fitted
+    here, on :func:`calibration_items`)."""
+    labels = [bool(p.label) for p in pairs]
+    items = calibration_items(pairs, scores)
     upper, lower, _ = choose_action_thresholds(items, **precision)
     acc, counts = action_accuracy(items, upper, lower)
     a = auc(scores, labels)

@@ -31,7 +31,7 @@ from .data import (
     TrainingError,
     question_fingerprint,
     question_groups,
-    question_items,
+    calibration_items,
     validation_metrics,
 )
 
@@ -222,7 +222,7 @@ def train(
         strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
         strip_scores = scorer.score([(p.question, s) for p, s in strips])
         calib = calibrate(
-            question_items(val_pairs, val_scores),
+            calibration_items(val_pairs, val_scores),
             strip_scores,
             [p.label == 1 and p.strip_holds(s) for p, s in strips],
             config.correct_precision,
@@ -307,10 +307,10 @@ def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: d
 
     cosine = MiniLMEvaluator(base_path(base), batch_size=64)
     cos_scores = cosine.score(val_input)
-    cut, _, _ = choose_action_thresholds(question_items(val_pairs, cos_scores), **precision)
+    cut, _, _ = choose_action_thresholds(calibration_items(val_pairs, cos_scores), **precision)
     guard = {"cosine": cut, "score": calib.lower}
     raw = [s for s in scorer.score(val_input)]
-    acc_raw, counts_raw = action_accuracy(question_items(val_pairs, raw), calib.upper, calib.lower)
+    acc_raw, counts_raw = action_accuracy(calibration_items(val_pairs, raw), calib.upper, calib.lower)
     if not guard_can_lift(calib.upper, calib.lower):  # as the evaluator will score: the guard is off
         note = (
             f"the topic guard is off with these thresholds (lower {calib.lower} is not below upper "
@@ -319,7 +319,7 @@ def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: d
         )
         return guard, {"action_accuracy": round(acc_raw, 4), "actions": counts_raw, "note": note, "off": True}
     guarded = [max(s, calib.lower) if c >= cut else s for s, c in zip(raw, cos_scores)]
-    acc, counts = action_accuracy(question_items(val_pairs, guarded), calib.upper, calib.lower)
+    acc, counts = action_accuracy(calibration_items(val_pairs, guarded), calib.upper, calib.lower)
     note = f"validation action accuracy {acc:.4f} {counts} with the topic guard, {acc_raw:.4f} {counts_raw} without"
     return guard, {"action_accuracy": round(acc, 4), "actions": counts, "note": note, "off": False}
 
