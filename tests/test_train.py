@@ -261,12 +261,30 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     scores = ev.score([(p.question, p.passage) for p in pairs])
     assert all(-1 <= s <= 1 for s in scores)
     assert auc(scores, [bool(p.label) for p in pairs]) > 0.9  # it learned the toy rule
+    assert not any("little better than chance" in n for n in card["calibration"]["notes"])
     # batched equals one by one
     assert ev.score([(pairs[0].question, pairs[0].passage)])[0] == pytest.approx(scores[0], abs=1e-5)
     # retraining into the same folder replaces it; nothing else is left beside it
     train(train_part, val_part, out, TrainConfig(**{**config.__dict__, "epochs": 1}), log=lambda m: None)
     assert len(json.loads((out / MANIFEST).read_text())["validation_by_epoch"]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev"]
+
+
+def test_an_evaluator_that_cannot_rank_the_passages_is_warned_about(tiny_bert, tmp_path):
+    # validation passages that say the same whatever their label: no evaluator can rank them (AUC 0.5)
+    train_part, val_part = split_by_question(toy_pairs(8), 0.25, seed=0)
+    blind = [LabelledPair(p.qid, p.question, "a passage", p.label) for p in val_part]
+    said: list[str] = []
+    card = train(
+        train_part,
+        blind,
+        tmp_path / "ev",
+        TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
+        log=said.append,
+    )
+    assert card["validation_by_epoch"][0]["auc"] == 0.5
+    assert any(m.startswith("warning: validation AUC 0.5") for m in said)
+    assert any("little better than chance" in n for n in card["calibration"]["notes"])
 
 
 def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):

@@ -58,6 +58,9 @@ class _PairDataset:
 OWN_FILES = (MANIFEST, "README.md", "adapter_config.json")  # with the weights its manifest lists
 
 
+WEAK_AUC = 0.6  # a validation AUC below this is warned about: the evaluator barely ranks the passages
+
+
 def check_output_folder(out: Path, inputs: Sequence[Path] = ()) -> None:
     """Refuse an ``--out`` that crag may not replace; checked before training and again before the rename.
 
@@ -241,6 +244,15 @@ def train(
                 )
             calib.notes.append(guard_report["note"])
             calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
+        best_auc = history[best].get("auc") if history else None
+        if best_auc is not None and best_auc < WEAK_AUC:
+            note = (
+                f"validation AUC {best_auc}: this evaluator tells the passages that hold the answer from the "
+                "others little better than chance (0.5); compare it with the default on your questions "
+                "(crag evaluator-test) before you use it"
+            )
+            log("warning: " + note)
+            calib.notes.append(note)
         final = files.temp_dir(out)
         try:
             model.save_pretrained(str(final), safe_serialization=True)
