@@ -262,6 +262,8 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     assert all(-1 <= s <= 1 for s in scores)
     assert auc(scores, [bool(p.label) for p in pairs]) > 0.9  # it learned the toy rule
     assert not any("little better than chance" in n for n in card["calibration"]["notes"])
+    # every toy question holds its answer: the card says the calibration also saw them without it
+    assert any("as if the index lacked the answer (12 questions" in n for n in card["calibration"]["notes"])
     # batched equals one by one
     assert ev.score([(pairs[0].question, pairs[0].passage)])[0] == pytest.approx(scores[0], abs=1e-5)
     # retraining into the same folder replaces it; nothing else is left beside it

@@ -224,14 +224,20 @@ def train(
         val_scores = scorer.score(val_input)
         strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
         strip_scores = scorer.score([(p.question, s) for p, s in strips])
+        items = calibration_items(val_pairs, val_scores)
         calib = calibrate(
-            calibration_items(val_pairs, val_scores),
+            items,
             strip_scores,
             [p.label == 1 and p.strip_holds(s) for p, s in strips],
             config.correct_precision,
             config.incorrect_precision,
             config.strip_recall,
         )
+        if len(items) > len(set(question_groups(val_pairs))):
+            calib.notes.append(
+                "every validation question holds its answer: each also counted with only its answer-free "
+                f"passages, as if the index lacked the answer ({len(items)} questions calibrated on)"
+            )
         guard = None
         if config.topic_guard and not t5:
             guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
