@@ -49,6 +49,7 @@ class Result:
     thresholds: Thresholds | None = None
     lexical_support: float | None = None  # the share that made a passage supported (crag mode)
     supported: bool | None = None  # some passage had lexical support (decided with the action)
+    in_domain: bool | None = None  # the question is like the evaluator's training questions (None: it cannot tell)
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
@@ -120,6 +121,11 @@ class Pipeline:
         (:func:`crag_cli.actions.supported`): then retrieval is not judged
         Incorrect, Correct keeps that passage, and Ambiguous puts the passages
         before the web's strips (:meth:`reader_strips`). 1: never (the paper's rule).
+    domain_guard : bool
+        An evaluator that knows its domain (``knows``: the questions it was
+        trained on, :mod:`crag_cli.train.domain`) judges Correct only the
+        questions in it; a question outside would be Ambiguous instead (both
+        sources, its passages first). ``False``: the paper's rule.
     strip_mode : str
         ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
@@ -159,6 +165,7 @@ class Pipeline:
         web: WebCorrector | None = None,
         top_k: int = 10,
         lexical_support: float = 1.0,
+        domain_guard: bool = True,
         strip_mode: str = "excerption",
         strips: int = 5,
         strips_correct: int | None = None,
@@ -177,6 +184,7 @@ class Pipeline:
         self.web = web
         self.top_k = top_k
         self.lexical_support = lexical_support
+        self.domain_guard = domain_guard
         self.strip_mode = strip_mode
         self.strips = strips
         self.strips_correct = strips if strips_correct is None else strips_correct
@@ -207,13 +215,14 @@ class Pipeline:
             return
         t0 = time.perf_counter()
         hits = [self.retriever.search(q, self.top_k) for q in qs]
+        known = self._knows(qs)
         pairs = list(dict.fromkeys((q, h.passage.text) for q, hs in zip(qs, hits) for h in hs))
         self._scorer.ahead.update(zip(pairs, self.evaluator.score(pairs)))
         t1 = time.perf_counter()
         strips = []
-        for q, hs in zip(qs, hits):
+        for q, hs, in_domain in zip(qs, hits, known):
             scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            _, action = self._judge(hs, scores)
+            _, action = self._judge(hs, scores, in_domain)
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
@@ -256,15 +265,31 @@ class Pipeline:
             result.hits = self.retriever.search(question, self.top_k)
         with _Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
+            result.in_domain = self._knows([question])[0]
         result.thresholds = self.thresholds
         result.lexical_support = self.lexical_support
-        result.supported, result.action = self._judge(result.hits, result.scores)
+        result.supported, result.action = self._judge(result.hits, result.scores, result.in_domain)
         return result
 
-    def _judge(self, hits: Sequence[Hit], scores: Sequence[float]) -> tuple[bool, Action]:
-        """Whether a passage has lexical support, and the action (:func:`crag_cli.actions.decide`)."""
+    def _knows(self, questions: Sequence[str]) -> list[bool | None]:
+        """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
+        knows = getattr(self.evaluator, "knows", None)
+        verdicts = knows(list(questions)) if knows is not None else None
+        return list(verdicts) if verdicts is not None else [None] * len(questions)
+
+    def _judge(
+        self, hits: Sequence[Hit], scores: Sequence[float], in_domain: bool | None = None
+    ) -> tuple[bool, Action]:
+        """Whether a passage has lexical support, and the action (:func:`crag_cli.actions.decide`).
+
+        With ``domain_guard``, a question outside the evaluator's domain is never
+        Correct: Ambiguous instead (the evaluator's sureness does not carry there).
+        """
         has_support = self._supported(hits, scores)
-        return has_support, decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
+        action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
+        if action is Action.CORRECT and in_domain is False and self.domain_guard:
+            action = Action.AMBIGUOUS
+        return has_support, action
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
@@ -313,7 +338,9 @@ class Pipeline:
         ``strips_correct`` strips within ``knowledge_words``, then the other
         source's first ones up to ``strips`` in all, within ``knowledge_words``
         of their own. The passages lead when one of them has lexical support
-        (the folder's words answer the question), else the web's strips. A
+        (the folder's words answer the question) or scores at least the upper
+        threshold (a question out of the evaluator's domain: ``domain_guard``),
+        else the web's strips. A
         strip repeating an earlier one's text is left out
         (:func:`crag_cli.refine.distinct`).
         """
@@ -326,7 +353,8 @@ class Pipeline:
         if result.action is not Action.AMBIGUOUS:
             only = internal if result.action is Action.CORRECT else external
             return within_words(distinct(only)[: self._top(result.action)], self.knowledge_words)
-        lead, other = (internal, external) if result.supported else (external, internal)
+        vouched = bool(result.scores) and max(result.scores) >= self.thresholds.upper  # Correct but for the domain
+        lead, other = (internal, external) if result.supported or vouched else (external, internal)
         first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
         rest = distinct(first + other)[len(first) :]
         return first + within_words(rest[: self.strips - len(first)], self.knowledge_words)

@@ -25,6 +25,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "model": result.model,
         "evaluator": result.evaluator,
         "action": result.action.value if result.action else None,
+        "in_domain": result.in_domain,
         "thresholds": (
             {**result.thresholds.to_dict(), "lexical_support": result.lexical_support} if result.thresholds else None
         ),

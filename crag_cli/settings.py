@@ -109,6 +109,15 @@ class Settings(BaseModel):
         ge=0,
         le=1,
     )
+    domain_guard: bool = setting(
+        True,
+        "Judge Correct only questions like those the evaluator was trained on (an evaluator that stores its "
+        "domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its passages read "
+        "first, beside the web's), because the evaluator's sureness does not carry to another kind of question. "
+        "--no-domain-guard: the paper's rule.",
+        "action",
+        answers=True,
+    )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
         "excerption",
         "How web pages (and, with --refine, the retrieved passages) are cut into strips: "

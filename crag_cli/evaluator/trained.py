@@ -186,6 +186,7 @@ class CrossEncoderEvaluator:
         self._t5 = False
         self._guard: dict | None = None
         self._cosine: MiniLMEvaluator | None = None
+        self._domain: tuple | None = None  # (training questions' embeddings, cosine cut, base)
         self._in_force: tuple[float, float] | None = None  # (upper, lower) the actions are decided with
         self._stored_upper: float | None = None  # the upper threshold stored with it (read once, on load)
         self.forward_passes = 0
@@ -225,7 +226,41 @@ class CrossEncoderEvaluator:
         self._tokenizer, self._model, self._t5 = tokenizer, model.eval(), is_t5(model)
         self._stored_upper = float(manifest["thresholds"]["upper"])
         self.set_guard(manifest.get("topic_guard"), manifest["base"])
+        self._load_domain(manifest)
         torch.set_grad_enabled(False)
+
+    def _load_domain(self, manifest: dict) -> None:
+        """Read the domain stored with it (:mod:`crag_cli.train.domain`), if any; its sha256 was checked on load."""
+        import numpy as np
+
+        entry = manifest.get("domain")
+        if not entry:
+            self._domain = None
+            return
+        try:
+            known = np.load(self.path / entry["file"], allow_pickle=False).astype(np.float32)
+            self._domain = (known, float(entry["cosine"]), manifest["base"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise EvaluatorError(f"trained evaluator {self.path}: cannot read its domain: {exc}") from None
+
+    def knows(self, questions: Sequence[str]) -> list[bool] | None:
+        """Whether each question is like those it was trained on (in its domain); ``None``: no domain stored.
+
+        A question is in the domain when the base encoder's cosine to its
+        nearest training question reaches the stored cut
+        (:func:`crag_cli.train.domain.nearest_cosines`).
+        """
+        from ..train.domain import nearest_cosines
+
+        self.load()
+        if self._domain is None:
+            return None
+        if not questions:
+            return []
+        known, cut, base = self._domain
+        if self._cosine is None:  # the topic guard's encoder when it has one
+            self._cosine = MiniLMEvaluator(base_path(base), batch_size=self.batch_size)
+        return [bool(c >= cut) for c in nearest_cosines(self._cosine.embed(list(questions)), known)]
 
     def set_guard(self, guard: dict | None, base: str) -> None:
         """Use a topic guard (``{"cosine": c, "score": s}``) with the base encoder's cosine, or none."""

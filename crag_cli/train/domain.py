@@ -1,0 +1,142 @@
+"""The evaluator's domain: the questions it was trained on, so that it can tell a question unlike all of them.
+
+A trained evaluator's scores, and the thresholds calibrated on them, hold for
+questions like the ones it learned from. On a folder of another kind its
+"sure" is not to be trusted (trained on PopQA's entity questions, it judged
+questions about scientific articles Correct when the answer was in none of the
+passages, so crag never searched the web for them). The domain is the base
+encoder's embedding of every training question and a cosine cut: a question
+whose nearest training question is below the cut is out of the evaluator's
+domain. The cut is a low quantile (:data:`QUANTILE`) of the validation
+questions' nearest-neighbour cosines, so that nineteen in twenty questions like
+the training ones count as in the domain; no out-of-domain question is used.
+
+``python -m crag_cli.train.domain EVALUATOR QUESTIONS.jsonl`` adds a domain to
+an evaluator trained before this existed (the embedded default among them):
+its manifest's fingerprints pick its training and validation questions out of
+the file it was trained from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+DOMAIN_FILE = "domain-questions.npy"
+QUANTILE = 0.05  # the share of in-domain (validation) questions a cut may call out of the domain
+
+
+def nearest_cosines(embeddings: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Each row's cosine to its nearest row of ``known`` (both L2-normalised).
+
+    Parameters
+    ----------
+    embeddings : ndarray, shape (n, dim)
+    known : ndarray, shape (m, dim)
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``-1`` for every row when ``known`` is empty.
+
+    Examples
+    --------
+    >>> known = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> nearest_cosines(np.array([[0.6, 0.8], [1.0, 0.0]]), known).round(2).tolist()
+    [0.8, 1.0]
+    """
+    if len(known) == 0:
+        return np.full(len(embeddings), -1.0)
+    return (np.asarray(embeddings, dtype=np.float32) @ np.asarray(known, dtype=np.float32).T).max(axis=1)
+
+
+def domain_cut(validation_cosines: Sequence[float], quantile: float = QUANTILE) -> float:
+    """The cosine cut: the ``quantile`` of the validation questions' nearest-training-question cosines.
+
+    Examples
+    --------
+    >>> domain_cut([0.9, 0.8, 0.7, 0.6, 0.5], quantile=0.25)
+    0.6
+    """
+    if len(validation_cosines) == 0:
+        raise ValueError("the domain needs validation questions")
+    return round(float(np.quantile(np.asarray(validation_cosines, dtype=np.float64), quantile)), 4)
+
+
+def fit_domain(embed, training: Sequence[str], validation: Sequence[str]) -> tuple[np.ndarray, dict]:
+    """Embed the training questions and fit the cut on the validation questions.
+
+    ``embed`` maps texts to L2-normalised rows (the base encoder's
+    :meth:`crag_cli.evaluator.MiniLMEvaluator.embed`). Returns the training
+    questions' embeddings (float16, to be stored as :data:`DOMAIN_FILE`) and
+    the manifest's ``domain`` entry.
+    """
+    known = np.asarray(embed(list(training)), dtype=np.float32)
+    cosines = nearest_cosines(np.asarray(embed(list(validation)), dtype=np.float32), known)
+    cut = domain_cut(cosines)
+    entry = {
+        "file": DOMAIN_FILE,
+        "cosine": cut,
+        "quantile": QUANTILE,
+        "training_questions": len(training),
+        "validation_questions": len(validation),
+        "validation_out": int((cosines < cut).sum()),
+    }
+    return known.astype(np.float16), entry
+
+
+def add_domain(evaluator: Path, questions_file: Path) -> dict:
+    """Fit and store the domain of an existing trained evaluator; returns the manifest's new ``domain`` entry.
+
+    Its training and validation questions are those of ``questions_file``
+    whose fingerprints its manifest lists. The manifest is written beside
+    itself and renamed into place.
+    """
+    from .. import files
+    from ..evaluator import MiniLMEvaluator, base_path
+    from ..evaluator.base import MANIFEST
+    from ..evaluator.trained import read_trained
+    from .data import question_fingerprint, seen_questions
+
+    manifest = read_trained(evaluator)
+    seen = seen_questions(manifest)
+    if not seen:
+        raise ValueError(f"{evaluator}: its manifest lists no training questions")
+    parts: dict[str, list[str]] = {"training": [], "validation": []}
+    for line in Path(questions_file).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)["question"]
+            part = seen.get(question_fingerprint(q))
+            if part and q not in parts[part]:
+                parts[part].append(q)
+    if not parts["training"] or not parts["validation"]:
+        raise ValueError(f"{questions_file} holds none of {evaluator}'s training or validation questions")
+    encoder = MiniLMEvaluator(base_path(manifest["base"]), batch_size=64)
+    known, entry = fit_domain(encoder.embed, parts["training"], parts["validation"])
+    target = Path(evaluator) / DOMAIN_FILE
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, known)
+    tmp.replace(target)
+    manifest["domain"] = entry
+    manifest["files"] = {**manifest["files"], DOMAIN_FILE: files.digest(target)[1]}
+    files.write_text_atomic(Path(evaluator) / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    return entry
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("evaluator", type=Path, help="a folder made by crag train-evaluator")
+    ap.add_argument("questions", type=Path, help="the questions file it was trained from")
+    args = ap.parse_args(argv)
+    entry = add_domain(args.evaluator, args.questions)
+    print(json.dumps(entry), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
