@@ -41,13 +41,23 @@ class FakeRetriever:
 
 
 class FakeEvaluator:
-    """Scores a text by the first key of ``scores`` it contains (``default`` when none)."""
+    """Scores a text by the first key of ``scores`` it contains (``default`` when none).
+
+    With ``domain`` (words), it knows a question that holds one of them and no other
+    (see :meth:`crag_cli.evaluator.CrossEncoderEvaluator.knows`); without, it cannot tell.
+    """
 
     name = "fake"
 
-    def __init__(self, scores: Mapping[str, float], default: float = -1.0) -> None:
+    def __init__(self, scores: Mapping[str, float], default: float = -1.0, domain: Sequence[str] | None = None) -> None:
         self.scores, self.default = dict(scores), default
+        self.domain = domain
         self.calls = 0
+
+    def knows(self, questions: Sequence[str]) -> list[bool] | None:
+        if self.domain is None:
+            return None
+        return [any(w in q for w in self.domain) for q in questions]
 
     def load(self) -> None:
         pass

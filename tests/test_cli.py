@@ -127,6 +127,23 @@ def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_
     assert set(rec["timings"]) >= {"retrieve", "evaluate", "refine", "generate", "total"}
 
 
+def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_the_guard_is_off(
+    built_index, tiny_gguf
+):
+    """The embedded evaluator (trained on PopQA) is not trusted to be sure about a kind of question PopQA never asks."""
+    common = ["--index", built_index, "--upper", "-1", "--lower", "-1"]  # the evaluator alone would judge it Correct
+    r = invoke("ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common)
+    assert r.exit_code == 0, r.output
+    assert "action: AMBIGUOUS" in r.stderr and "unlike those the evaluator was trained on" in r.stderr
+    r = invoke(
+        "ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common, "--no-guard"
+    )
+    assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "unlike those" in r.stderr
+    r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
+    rec = json.loads(r.stdout)
+    assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own
+
+
 def test_ask_incorrect_without_web_answers_without_documents(built_index, tiny_gguf):
     r = invoke(
         "ask",

@@ -90,3 +90,16 @@ def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_cal
             "training": 2,
             "validation": 1,
         }
+
+
+def test_the_embedded_evaluator_knows_entity_questions_and_not_questions_about_other_documents():
+    """Its domain (PopQA's questions): a question about the Python reference is outside it, so never Correct."""
+    from pathlib import Path
+
+    from crag_cli.evaluator import build_evaluator
+
+    ev = build_evaluator("minilm")
+    assert ev.knows(["What is Ole Krarup's occupation?", "Who is the author of The Long Ships?"]) == [True, True]
+    data = Path(__file__).resolve().parent / "data" / "sample_corpus_questions.jsonl"
+    reference = [q["question"] for q in map(json.loads, data.read_text().splitlines()) if q["id"].startswith("in-")]
+    assert len(reference) == 8 and ev.knows(reference) == [False] * 8

@@ -54,6 +54,27 @@ def test_ambiguous_lets_the_web_lead_when_no_passage_has_support_and_flags_an_un
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
+def test_a_question_outside_the_evaluators_domain_is_not_judged_correct_and_reads_its_passages_first():
+    """The evaluator is sure, but of a question unlike those it was trained on: both sources, the passages first."""
+    scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
+    web = FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
+
+    def run(domain, **kwargs):
+        gen = FakeGenerator("politician")
+        ev = FakeEvaluator(scores, domain=domain)
+        pipe = Pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, strips=5, strips_correct=2, **kwargs)
+        return pipe.run("What is Ole Krarup's occupation?"), reference(gen)
+
+    result, lines = run(["capital"])  # not in the domain: Ambiguous, though no passage has lexical support
+    assert result.action is Action.AMBIGUOUS and result.in_domain is False and to_record(result)["in_domain"] is False
+    # the passages lead (those over the filter threshold, in retrieval order, as for any Ambiguous question)
+    assert ["seal hunter" in lines[0], "Danish politician" in lines[1], "Danish jurist" in lines[2]] == [True] * 3
+    assert run(["occupation"])[0].action is Action.CORRECT  # in the domain: Correct as before
+    assert run(["capital"], domain_guard=False)[0].action is Action.CORRECT  # the paper's rule
+    result, _ = run(None)  # an evaluator that cannot tell: Correct, and the record says it cannot tell
+    assert result.action is Action.CORRECT and to_record(result)["in_domain"] is None
+
+
 def _ambiguous_with_support(**kwargs):
     passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
     scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}

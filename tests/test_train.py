@@ -7,6 +7,7 @@ import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -261,6 +262,27 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     scores = ev.score([(p.question, p.passage) for p in pairs])
     assert all(-1 <= s <= 1 for s in scores)
     assert auc(scores, [bool(p.label) for p in pairs]) > 0.9  # it learned the toy rule
+    # its domain: the training questions, and a cut that keeps nineteen in twenty validation questions in it
+    from crag_cli.train.domain import DOMAIN_FILE, add_domain
+
+    domain = card["domain"]
+    assert (
+        manifest["domain"] == domain
+        and DOMAIN_FILE in manifest["files"]
+        and "Domain: a question" in (out / "README.md").read_text()
+    )
+    assert domain["training_questions"] == len({p.question for p in train_part})
+    assert ev.knows([train_part[0].question]) == [True]  # a question it was trained on is in its domain
+    # an evaluator made before domains existed gets the same one from the questions file it was trained from
+    known = np.load(out / DOMAIN_FILE)
+    (out / DOMAIN_FILE).unlink()
+    del manifest["domain"], manifest["files"][DOMAIN_FILE]
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("".join(json.dumps({"question": p.question}) + "\n" for p in pairs))
+    assert add_domain(out, qfile) == domain and np.array_equal(np.load(out / DOMAIN_FILE), known)
+    assert build_evaluator(f"minilm:{out}").knows([train_part[0].question]) == [True]
+    qfile.unlink()
     assert not any("little better than chance" in n for n in card["calibration"]["notes"])
     # every toy question holds its answer: the card says the calibration also saw them without it
     assert any("as if the index lacked the answer (12 questions" in n for n in card["calibration"]["notes"])

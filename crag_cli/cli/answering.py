@@ -129,7 +129,8 @@ def _evaluation_record(result) -> dict:
     from ..records import to_record
 
     rec = to_record(result)
-    return {k: rec[k] for k in ("id", "question", "evaluator", "action", "thresholds", "scores", "timings", "error")}
+    keys = ("id", "question", "evaluator", "action", "in_domain", "thresholds", "scores", "timings", "error")
+    return {k: rec[k] for k in keys}
 
 
 @app.command()
@@ -209,7 +210,8 @@ def _print_evaluation(result, evaluator: str) -> None:
     out.print(
         f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
         f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source}; "
-        f"lexical support {'yes' if result.supported else 'no'})",
+        f"lexical support {'yes' if result.supported else 'no'}; "
+        f"in the evaluator's domain: {({True: 'yes', False: 'no'}).get(result.in_domain, 'cannot tell')})",
         markup=False,
     )
 
@@ -225,6 +227,8 @@ def _show_knowledge(result) -> None:
     ]
     ext = result.external_knowledge
     notes = []
+    if result.in_domain is False:
+        notes.append("the question is unlike those the evaluator was trained on (--domain-guard: never Correct)")
     if ext is not None:
         if ext.query:
             notes.append(f"web query: {ext.query}")

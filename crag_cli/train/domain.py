@@ -14,7 +14,7 @@ the training ones count as in the domain; no out-of-domain question is used.
 ``python -m crag_cli.train.domain EVALUATOR QUESTIONS.jsonl`` adds a domain to
 an evaluator trained before this existed (the embedded default among them):
 its manifest's fingerprints pick its training and validation questions out of
-the file it was trained from.
+the file it was trained from, and its manifest and model card are written anew.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     from ..evaluator.base import MANIFEST
     from ..evaluator.trained import read_trained
     from .data import question_fingerprint, seen_questions
+    from .fit import model_card
 
     manifest = read_trained(evaluator)
     seen = seen_questions(manifest)
@@ -126,6 +127,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     manifest["domain"] = entry
     manifest["files"] = {**manifest["files"], DOMAIN_FILE: files.digest(target)[1]}
     files.write_text_atomic(Path(evaluator) / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    files.write_text_atomic(Path(evaluator) / "README.md", model_card(manifest))
     return entry
 
 

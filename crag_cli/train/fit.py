@@ -25,6 +25,7 @@ from ..evaluator import (
 )
 from ..index import is_crag_index
 
+from .domain import DOMAIN_FILE
 from .data import (
     LabelledPair,
     TrainConfig,
@@ -250,6 +251,20 @@ def train(
                 )
             calib.notes.append(guard_report["note"])
             calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
+        domain = None
+        if not t5:  # the questions it knows (crag_cli.train.domain), embedded by the base encoder as the guard is
+            from ..evaluator import MiniLMEvaluator, base_path
+            from .domain import fit_domain
+
+            domain_known, domain = fit_domain(
+                MiniLMEvaluator(base_path(config.base), batch_size=64).embed,
+                list(dict.fromkeys(p.question for p in train_pairs)),
+                list(dict.fromkeys(p.question for p in val_pairs)),
+            )
+            log(
+                f"domain: a question whose nearest training question has a cosine below {domain['cosine']} is out "
+                f"of it ({domain['validation_out']} of {domain['validation_questions']} validation questions)"
+            )
         best_auc = history[best].get("auc") if history else None
         if best_auc is not None and best_auc < WEAK_AUC:
             note = (
@@ -267,9 +282,16 @@ def train(
                 cfg = json.loads(adapter_config.read_text(encoding="utf-8"))
                 cfg["base_model_name_or_path"] = config.base
                 adapter_config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            if domain is not None:
+                with open(final / DOMAIN_FILE, "wb") as f:
+                    np.save(f, domain_known)
             for f in final.iterdir():
                 os.chmod(f, files.default_mode())
-            weights = {f.name: files.digest(f)[1] for f in sorted(final.iterdir()) if f.suffix == ".safetensors"}
+            weights = {
+                f.name: files.digest(f)[1]
+                for f in sorted(final.iterdir())
+                if f.suffix == ".safetensors" or f.name == DOMAIN_FILE
+            }
             card = {
                 "format": 1,
                 "kind": "cross-encoder",
@@ -279,6 +301,7 @@ def train(
                 "max_length": config.max_length,
                 "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
                 "topic_guard": guard,
+                "domain": domain,
                 "calibration": {k: v for k, v in calib.to_dict().items()},
                 "validation_by_epoch": history,
                 "best_epoch": best + 1,
@@ -431,6 +454,17 @@ def model_card(card: dict) -> str:
             if guard_can_lift(card["thresholds"]["upper"], card["thresholds"]["lower"])
             else f"stored (cosine {card['topic_guard']['cosine']}) but off with the stored thresholds (lower not below "
             "upper); it lifts on-topic pairs to a --lower set below --upper."
+        ),
+        "",
+        "Domain: "
+        + (
+            "none: every question may be judged Correct."
+            if not card.get("domain")
+            else f"a question whose nearest of the {card['domain']['training_questions']} training questions "
+            f"(`{card['domain']['file']}`, base-encoder cosine) is below {card['domain']['cosine']} is out of it, "
+            "never judged Correct (crag's --domain-guard); the cut is the "
+            f"{card['domain']['quantile']} quantile of the validation questions' ({card['domain']['validation_out']} "
+            f"of {card['domain']['validation_questions']} out)."
         ),
         "",
         *[f"- {note}" for note in c.get("notes", [])],
