@@ -43,8 +43,8 @@ class FakeRetriever:
 class FakeEvaluator:
     """Scores a text by the first key of ``scores`` it contains (``default`` when none).
 
-    With ``domain`` (words), it knows a question that holds one of them and no other
-    (see :meth:`crag_cli.evaluator.CrossEncoderEvaluator.knows`); without, it cannot tell.
+    With ``domain`` (words), it knows a question that holds any of them (see
+    :meth:`crag_cli.evaluator.CrossEncoderEvaluator.knows`); without, it cannot tell.
     """
 
     name = "fake"

@@ -195,6 +195,7 @@ class Pipeline:
         self.max_tokens = max_tokens
         self._scorer = _Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
+        self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
 
     def score_ahead(self, questions: Sequence[str]) -> None:
         """Score what :meth:`run` in ``crag`` mode will score for several questions, in two evaluator calls.
@@ -210,12 +211,14 @@ class Pipeline:
         """
         self._scorer.ahead.clear()
         self._ahead_seconds.clear()
+        self._known_ahead.clear()
         qs = list(dict.fromkeys(q for q in questions if q))
         if len(qs) < 2:
             return
         t0 = time.perf_counter()
         hits = [self.retriever.search(q, self.top_k) for q in qs]
         known = self._knows(qs)
+        self._known_ahead.update(zip(qs, known))
         pairs = list(dict.fromkeys((q, h.passage.text) for q, hs in zip(qs, hits) for h in hs))
         self._scorer.ahead.update(zip(pairs, self.evaluator.score(pairs)))
         t1 = time.perf_counter()
@@ -265,7 +268,8 @@ class Pipeline:
             result.hits = self.retriever.search(question, self.top_k)
         with _Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
-            result.in_domain = self._knows([question])[0]
+            known = self._known_ahead
+            result.in_domain = known[question] if question in known else self._knows([question])[0]
         result.thresholds = self.thresholds
         result.lexical_support = self.lexical_support
         result.supported, result.action = self._judge(result.hits, result.scores, result.in_domain)

@@ -114,9 +114,9 @@ class Settings(BaseModel):
         "Judge Correct only questions like those the evaluator was trained on (an evaluator that stores its "
         "domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its passages read "
         "first, beside the web's), because the evaluator's sureness does not carry to another kind of question. "
-        "--no-guard: the paper's rule.",
+        "--any-domain: the paper's rule.",
         "action",
-        ("--domain-guard/--no-guard",),
+        ("--domain-guard/--any-domain",),
         answers=True,
     )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]

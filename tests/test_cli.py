@@ -136,7 +136,7 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     assert r.exit_code == 0, r.output
     assert "action: AMBIGUOUS" in r.stderr and "unlike those the evaluator was trained on" in r.stderr
     r = invoke(
-        "ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common, "--no-guard"
+        "ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common, "--any-domain"
     )
     assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "unlike those" in r.stderr
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")

@@ -283,6 +283,18 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     assert add_domain(out, qfile) == domain and np.array_equal(np.load(out / DOMAIN_FILE), known)
     assert build_evaluator(f"minilm:{out}").knows([train_part[0].question]) == [True]
     qfile.unlink()
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["domain"]["cosine"] = 1.01  # a cut no question reaches: every question is out of the domain
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    assert build_evaluator(f"minilm:{out}").knows([train_part[0].question, "Who am I?"]) == [False, False]
+    del manifest["files"][DOMAIN_FILE]  # a domain file its manifest does not pin is refused
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(EvaluatorError, match="not pinned"):
+        build_evaluator(f"minilm:{out}").knows(["Who am I?"])
+    manifest["domain"] = None  # no domain: it cannot tell, and crag does not guard
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    (out / DOMAIN_FILE).unlink()
+    assert build_evaluator(f"minilm:{out}").knows(["Who am I?"]) is None
     assert not any("little better than chance" in n for n in card["calibration"]["notes"])
     # every toy question holds its answer: the card says the calibration also saw them without it
     assert any("as if the index lacked the answer (12 questions" in n for n in card["calibration"]["notes"])

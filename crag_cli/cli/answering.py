@@ -228,7 +228,7 @@ def _show_knowledge(result) -> None:
     ext = result.external_knowledge
     notes = []
     if result.in_domain is False:
-        notes.append("the question is unlike those the evaluator was trained on (--domain-guard: never Correct)")
+        notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
     if ext is not None:
         if ext.query:
             notes.append(f"web query: {ext.query}")

@@ -17,6 +17,7 @@ from .t5 import T5Evaluator
 
 # sha256 of the shipped adapter's weights: checked before load, so a changed file is refused
 EMBEDDED_ADAPTER_SHA256 = "860f773664777b01f0da3bf5ac7caa2a44c0385e6cc1cc060a2fbea9765c8ced"
+EMBEDDED_DOMAIN_SHA256 = "04d897de6b8f93cc24a0577e9d397dd118d5ccce4fc19ae5f852652236c4ffaf"  # its domain-questions.npy
 
 
 def guard_can_lift(upper: float, lower: float) -> bool:
@@ -82,7 +83,11 @@ def verify_files(path: Path, manifest: dict) -> None:
 
     files = manifest["files"]
     if Path(path).resolve() == EMBEDDED_EVALUATOR.resolve():
-        files = {**files, "adapter_model.safetensors": EMBEDDED_ADAPTER_SHA256}
+        files = {
+            **files,
+            "adapter_model.safetensors": EMBEDDED_ADAPTER_SHA256,
+            "domain-questions.npy": EMBEDDED_DOMAIN_SHA256,
+        }
     unlisted = sorted(f.name for f in Path(path).iterdir() if f.suffix in WEIGHT_SUFFIXES and f.name not in files)
     if unlisted:  # a weights file nothing pins could be loaded in place of the checked one
         raise EvaluatorError(f"trained evaluator {path}: {unlisted[0]} is not in its manifest: refusing to load it")
@@ -237,6 +242,8 @@ class CrossEncoderEvaluator:
         if not entry:
             self._domain = None
             return
+        if not isinstance(entry, dict) or entry.get("file") not in manifest["files"]:
+            raise EvaluatorError(f"trained evaluator {self.path}: its domain file is not pinned in its manifest")
         try:
             known = np.load(self.path / entry["file"], allow_pickle=False).astype(np.float32)
             self._domain = (known, float(entry["cosine"]), manifest["base"])

@@ -104,7 +104,12 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     from .data import question_fingerprint, seen_questions
     from .fit import model_card
 
+    from transformers import AutoConfig
+
     manifest = read_trained(evaluator)
+    base = base_path(manifest["base"])
+    if AutoConfig.from_pretrained(str(base), local_files_only=True).model_type in ("t5", "mt5", "umt5"):
+        raise ValueError(f"{evaluator}: a T5 evaluator has no domain (its base is not a sentence encoder)")
     seen = seen_questions(manifest)
     if not seen:
         raise ValueError(f"{evaluator}: its manifest lists no training questions")
@@ -117,13 +122,16 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
                 parts[part].append(q)
     if not parts["training"] or not parts["validation"]:
         raise ValueError(f"{questions_file} holds none of {evaluator}'s training or validation questions")
-    encoder = MiniLMEvaluator(base_path(manifest["base"]), batch_size=64)
+    encoder = MiniLMEvaluator(base, batch_size=64)
     known, entry = fit_domain(encoder.embed, parts["training"], parts["validation"])
     target = Path(evaluator) / DOMAIN_FILE
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, known)
-    tmp.replace(target)
+    tmp = files.temp_file(target)
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, known)
+        tmp.replace(target)
+    finally:
+        files.remove(tmp)
     manifest["domain"] = entry
     manifest["files"] = {**manifest["files"], DOMAIN_FILE: files.digest(target)[1]}
     files.write_text_atomic(Path(evaluator) / MANIFEST, json.dumps(manifest, indent=1) + "\n")
@@ -136,7 +144,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("evaluator", type=Path, help="a folder made by crag train-evaluator")
     ap.add_argument("questions", type=Path, help="the questions file it was trained from")
     args = ap.parse_args(argv)
-    entry = add_domain(args.evaluator, args.questions)
+    from ..errors import CragError
+
+    try:
+        entry = add_domain(args.evaluator, args.questions)
+    except (CragError, ValueError, OSError) as exc:
+        print(f"crag: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     print(json.dumps(entry), file=sys.stderr)
 
 
