@@ -90,6 +90,12 @@ def fit_domain(embed, training: Sequence[str], validation: Sequence[str]) -> tup
     return known.astype(np.float16), entry
 
 
+def save_domain(path: Path, known: np.ndarray) -> None:
+    """Write the training questions' embeddings (:func:`fit_domain`) to ``path`` (a ``.npy`` file, no pickles)."""
+    with open(path, "wb") as f:
+        np.save(f, known, allow_pickle=False)
+
+
 def add_domain(evaluator: Path, questions_file: Path) -> dict:
     """Fit and store the domain of an existing trained evaluator; returns the manifest's new ``domain`` entry.
 
@@ -101,6 +107,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     from ..evaluator import MiniLMEvaluator, base_path
     from ..evaluator.base import MANIFEST
     from ..evaluator.trained import read_trained
+    from ..records import read_questions
     from .data import question_fingerprint, seen_questions
     from .fit import model_card
 
@@ -114,12 +121,10 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     if not seen:
         raise ValueError(f"{evaluator}: its manifest lists no training questions")
     parts: dict[str, list[str]] = {"training": [], "validation": []}
-    for line in Path(questions_file).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)["question"]
-            part = seen.get(question_fingerprint(q))
-            if part and q not in parts[part]:
-                parts[part].append(q)
+    for line in read_questions(questions_file):  # a line that is not a question cannot be one it was trained on
+        part = seen.get(question_fingerprint(line.question)) if line.question else None
+        if part and line.question not in parts[part]:
+            parts[part].append(line.question)
     if not parts["training"] or not parts["validation"]:
         raise ValueError(f"{questions_file} holds none of {evaluator}'s training or validation questions")
     encoder = MiniLMEvaluator(base, batch_size=64)
@@ -127,8 +132,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     target = Path(evaluator) / DOMAIN_FILE
     tmp = files.temp_file(target)
     try:
-        with open(tmp, "wb") as f:
-            np.save(f, known)
+        save_domain(tmp, known)
         tmp.replace(target)
     finally:
         files.remove(tmp)

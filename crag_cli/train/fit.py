@@ -25,7 +25,6 @@ from ..evaluator import (
 )
 from ..index import is_crag_index
 
-from .domain import DOMAIN_FILE
 from .data import (
     LabelledPair,
     TrainConfig,
@@ -251,6 +250,8 @@ def train(
                 )
             calib.notes.append(guard_report["note"])
             calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
+        from .domain import DOMAIN_FILE, save_domain  # here: `python -m crag_cli.train.domain` imports this package
+
         domain = None
         if not t5:  # the questions it knows (crag_cli.train.domain), embedded by the base encoder as the guard is
             from ..evaluator import MiniLMEvaluator, base_path
@@ -283,8 +284,7 @@ def train(
                 cfg["base_model_name_or_path"] = config.base
                 adapter_config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             if domain is not None:
-                with open(final / DOMAIN_FILE, "wb") as f:
-                    np.save(f, domain_known)
+                save_domain(final / DOMAIN_FILE, domain_known)
             for f in final.iterdir():
                 os.chmod(f, files.default_mode())
             weights = {
