@@ -94,7 +94,7 @@ EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}  # 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
-from crag_cli.prompts import TASKS  # noqa: E402
+from crag_cli.prompts import TASK_CHOICES  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
@@ -607,7 +607,9 @@ def main() -> None:
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
-    parser.add_argument("--task", choices=TASKS, default=None, help="every mode's task (default: crag's default)")
+    parser.add_argument(
+        "--task", choices=TASK_CHOICES, default=None, help="every mode's task (default: crag's default)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from popqa import spread_sample  # noqa: E402
 
-from crag_cli.prompts import TASKS  # noqa: E402
+from crag_cli.prompts import TASK_CHOICES  # noqa: E402
 
 SHOWN_STAGES = ("evaluate", "refine", "rewrite", "search", "generate")  # the stage columns of results.md
 
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
     parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
     parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
-    parser.add_argument("--task", choices=TASKS, default=None, help="both modes' task (default: crag's default)")
+    parser.add_argument("--task", choices=TASK_CHOICES, default=None, help="both modes' task (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     rag = f"rag-k{args.k}"

@@ -89,6 +89,7 @@ class FakeGenerator:
     def __init__(self, reply: str, n_ctx: int = 4096) -> None:
         self.reply, self.n_ctx = reply, n_ctx
         self.messages: list[list[dict]] = []
+        self.max_tokens: list[int] = []  # each call's budget
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
@@ -97,6 +98,7 @@ class FakeGenerator:
         self, messages: list[dict], max_tokens: int, on_token: Callable[[str], None] | None = None
     ) -> Generation:
         self.messages.append(messages)
+        self.max_tokens.append(max_tokens)
         pieces = self.reply.split(" ")
         for i, piece in enumerate(pieces):
             if on_token is not None:

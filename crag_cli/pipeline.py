@@ -17,7 +17,7 @@ from .match import holds_answer, is_grounded
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
-from .prompts import MAX_TOKENS, KnowledgeItem, clean_answer, fit_knowledge
+from .prompts import AUTO, MAX_TOKENS, TASK_CHOICES, KnowledgeItem, clean_answer, fit_knowledge, prompt_task
 from .refine import (
     KnowledgeSource,
     Strip,
@@ -39,7 +39,8 @@ class Result:
 
     question: str
     id: str | None = None
-    task: str = "popqa"
+    task: str = "popqa"  # the task asked for (``auto`` included)
+    prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
     mode: str = "crag"
     model: str | None = None  # the generator that answered
     evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
@@ -433,8 +434,8 @@ class Pipeline:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
         task = task or self.task
-        if task not in MAX_TOKENS:
-            raise ValueError(f"unknown task {task!r}: choose from {', '.join(MAX_TOKENS)}")
+        if task not in TASK_CHOICES:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES)}")
         result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
         result.model = getattr(self.generator, "model", None) if self.generator is not None else None
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
@@ -458,6 +459,11 @@ class Pipeline:
             if mode == "rag+web":
                 result.external_knowledge = self._external(result)
                 items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
+            if task == AUTO:  # the domain alone, from the evaluator's base encoder: no passage is scored
+                with _Timer(result.timings, "domain"):
+                    result.in_domain = self._knows([question])[0]
+                result.evaluator = getattr(self.evaluator, "name", None)
+        result.prompt_task = prompt_task(task, result.in_domain, retrieval=mode != "no-retrieval")
         result.knowledge_used = items
         if on_knowledge is not None:
             on_knowledge(result)
@@ -467,17 +473,16 @@ class Pipeline:
         return result
 
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
-        max_tokens = self.max_tokens or MAX_TOKENS[result.task]
+        task = result.prompt_task or result.task
+        max_tokens = self.max_tokens or MAX_TOKENS[task]
         with _Timer(result.timings, "generate"):
             try:
                 budget = self.generator.n_ctx - max_tokens
-                messages, kept, n = fit_knowledge(
-                    result.question, items, result.task, self.generator.count_tokens, budget
-                )
+                messages, kept, n = fit_knowledge(result.question, items, task, self.generator.count_tokens, budget)
                 result.knowledge_used = kept
                 gen = self.generator.generate(messages, max_tokens, on_token)
-                result.answer = clean_answer(gen.text, result.task)
-                if result.task in GROUNDED_TASKS and result.mode != "no-retrieval":
+                result.answer = clean_answer(gen.text, task)
+                if task in GROUNDED_TASKS and result.mode != "no-retrieval":
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
                 result.prompt_tokens = gen.prompt_tokens
             except Exception as exc:  # a model failure is this question's error, not the batch's

@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-TASKS = ("popqa", "docqa", "bio", "pubqa", "arc")
+TASKS = ("popqa", "docqa", "bio", "pubqa", "arc")  # the prompts
+AUTO = "auto"  # the prompt chosen per question by the evaluator's domain (:func:`prompt_task`)
+TASK_CHOICES = (AUTO, *TASKS)
 SHORT_ANSWER_TASKS = ("popqa", "docqa", "pubqa", "arc")  # the answer is the first non-empty line
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
@@ -162,6 +164,28 @@ def fit_knowledge(
     if n > budget:
         raise ValueError(f"the question alone needs {n} tokens, more than the {budget} the context allows")
     return messages, kept, n
+
+
+def prompt_task(task: str, in_domain: bool | None, retrieval: bool = True) -> str:
+    """The task whose prompt a question gets: ``task`` itself unless it is ``auto``.
+
+    ``auto`` answers a question in the style of the evaluator's training
+    questions (``popqa``'s short phrase) unless the evaluator says the question
+    is out of its domain (``in_domain`` False, a question about other
+    documents): then ``docqa``, the reference's sentence unless a name or the
+    like is asked for. An evaluator that cannot tell (``None``), or no
+    reference to quote (``retrieval`` False), keeps ``popqa``.
+
+    Examples
+    --------
+    >>> prompt_task("auto", False), prompt_task("auto", True), prompt_task("auto", None)
+    ('docqa', 'popqa', 'popqa')
+    >>> prompt_task("auto", False, retrieval=False), prompt_task("bio", False)
+    ('popqa', 'bio')
+    """
+    if task != AUTO:
+        return task
+    return "docqa" if in_domain is False and retrieval else "popqa"
 
 
 def clean_answer(text: str, task: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from . import jsonl
 from .pipeline import Result
-from .prompts import TASKS as VALID_TASKS
+from .prompts import TASK_CHOICES as VALID_TASKS
 
 JSON_BLANK = b" \t\r\n"  # JSON's white space: a line of nothing else is blank
 
@@ -21,6 +21,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "id": result.id,
         "question": result.question,
         "task": result.task,
+        "prompt_task": result.prompt_task,
         "mode": result.mode,
         "model": result.model,
         "evaluator": result.evaluator,

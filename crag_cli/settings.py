@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .actions import PRESETS
 from .models import DEFAULT_MODEL, EMBEDDED, embedded
-from .prompts import TASKS
+from .prompts import TASK_CHOICES
 from .refine import RANKINGS, STRIP_MODES
 from .web.rewrite import REWRITES
 
@@ -176,11 +176,12 @@ class Settings(BaseModel):
         "generator",
         answers=True,
     )
-    task: Literal[TASKS] = setting(  # type: ignore[valid-type]
-        "popqa",
+    task: Literal[TASK_CHOICES] = setting(  # type: ignore[valid-type]
+        "auto",
         "Prompt: "
-        + ", ".join(TASKS)
-        + " (docqa: the reference's sentence unless a name or the like is asked for; for questions about documents).",
+        + ", ".join(TASK_CHOICES)
+        + " (docqa: the reference's sentence unless a name or the like is asked for; auto: docqa for a question "
+        "out of the evaluator's domain, such as one about your own documents, else popqa's short phrase).",
         "generator",
         answers=True,
     )

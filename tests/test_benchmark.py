@@ -135,8 +135,8 @@ def test_run_mode_passes_the_task_and_answers_again_for_another_task(built_index
     out = tmp_path / "out"
     out.mkdir()
     run = lambda task: popqa.run_mode("no-retrieval", questions, built_index, "", str(tiny_gguf), out, ids, None, task)  # noqa: E731
-    assert {r["task"] for r in run(None)} == {"popqa"}  # crag's default task
-    assert {r["task"] for r in run("docqa")} == {"docqa"}  # not the popqa records reused
+    assert {r["task"] for r in run(None)} == {"auto"}  # crag's default task
+    assert {r["task"] for r in run("docqa")} == {"docqa"}  # not the auto records reused
     assert "made with another evaluator or task" in capsys.readouterr().err
     assert {r["task"] for r in run("docqa")} == {"docqa"}
     assert "reusing the first 2 records" in capsys.readouterr().err  # made for docqa: not answered a third time

@@ -135,6 +135,7 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common)
     assert r.exit_code == 0, r.output
     assert "action: AMBIGUOUS" in r.stderr and "unlike those the evaluator was trained on" in r.stderr
+    assert "answered as --task docqa (--task auto)" in r.stderr  # the default task follows the domain
     r = invoke(
         "ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common, "--any-domain"
     )
@@ -142,6 +143,29 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
     rec = json.loads(r.stdout)
     assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own
+
+
+def test_the_default_task_answers_a_question_about_other_documents_with_docqas_prompt_in_crag_and_rag(
+    built_index, tiny_gguf, tmp_path
+):
+    """``--task auto`` (the default): the embedded evaluator's domain picks the prompt, in crag and plain RAG alike."""
+    questions = tmp_path / "q.jsonl"
+    lines = [
+        {"id": "doc", "question": "What is the population of Berlin?"},
+        {"id": "entity", "question": "What is the capital of Germany?"},
+        {"id": "asked", "question": "What is the population of Berlin?", "task": "popqa"},
+    ]
+    questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for mode in ("crag", "rag"):
+        out = tmp_path / f"{mode}.jsonl"
+        r = invoke(
+            "batch", str(questions), "-o", str(out), "--mode", mode, "--index", built_index, "--model", tiny_gguf,
+            "--max-tokens", "4", "--overwrite",
+        )  # fmt: skip
+        assert r.exit_code == 0, r.output
+        recs = {rec["id"]: rec for rec in map(json.loads, out.read_text().splitlines())}
+        assert [recs[i]["prompt_task"] for i in ("doc", "entity", "asked")] == ["docqa", "popqa", "popqa"], mode
+        assert recs["doc"]["task"] == "auto" and recs["doc"]["in_domain"] is False and recs["doc"]["evaluator"]
 
 
 def test_ask_incorrect_without_web_answers_without_documents(built_index, tiny_gguf):

@@ -3,7 +3,7 @@
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
-from crag_cli.prompts import build_messages
+from crag_cli.prompts import INSTRUCTIONS, MAX_TOKENS, build_messages
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -73,6 +73,28 @@ def test_a_question_outside_the_evaluators_domain_is_not_judged_correct_and_read
     assert run(["capital"], domain_guard=False)[0].action is Action.CORRECT  # the paper's rule
     result, _ = run(None)  # an evaluator that cannot tell: Correct, and the record says it cannot tell
     assert result.action is Action.CORRECT and to_record(result)["in_domain"] is None
+
+
+def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_references_sentence():
+    """``auto``: docqa's instruction (and its 64 tokens) out of the domain, popqa's in it, in every mode."""
+
+    def run(domain, mode="crag", task="auto"):
+        gen = FakeGenerator("politician")
+        pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES, domain=domain), TH, gen, task=task)
+        result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
+        return result, gen.messages[-1][1]["content"], gen.max_tokens[-1]
+
+    docqa, popqa = INSTRUCTIONS["docqa"], INSTRUCTIONS["popqa"]
+    for mode in ("crag", "rag"):  # plain RAG asks the evaluator's domain too (no passage is scored)
+        result, prompt, max_tokens = run(["capital"], mode)  # out of the domain
+        assert prompt.endswith(docqa) and max_tokens == MAX_TOKENS["docqa"], mode
+        assert to_record(result)["task"] == "auto" and to_record(result)["prompt_task"] == "docqa"
+        assert result.in_domain is False and result.evaluator == "fake"
+        result, prompt, max_tokens = run(["occupation"], mode)  # in the domain
+        assert prompt.endswith(popqa) and max_tokens == MAX_TOKENS["popqa"] and result.prompt_task == "popqa"
+    assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
+    assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
+    assert run(["occupation"], task="docqa")[1].endswith(docqa)  # a task asked for is the task used
 
 
 def _ambiguous_with_support(**kwargs):

@@ -290,7 +290,7 @@ def test_resume_refuses_other_settings_naming_the_setting(change, setting, built
 def test_resume_ignores_what_the_records_do_not_depend_on(built_index, tiny_gguf, tmp_path, docs_dir):
     qs = _questions(tmp_path)
     out = tmp_path / "out.jsonl"
-    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--mode", "rag"]
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--mode", "rag", "--task", "popqa"]
     assert invoke("batch", qs, "-o", out, *common).exit_code == 0
     lines = out.read_text().splitlines(keepends=True)
     out.unlink()

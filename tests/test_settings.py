@@ -84,6 +84,9 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
             if isinstance(current, float) and 0 < current <= 1:  # a share: half of it stays in range
                 other = current / 2
         assert run_identity(base.replace(**{name: other}), "crag", th, {})[name] != before[name], name
+    # plain RAG reads the evaluator only for --task auto (its domain picks the prompt): only then is it in
+    assert run_identity(base.replace(task="auto"), "rag", th, {})["evaluator"] == base.evaluator
+    assert "evaluator" not in run_identity(base.replace(task="popqa"), "rag", th, {})
 
 
 def test_the_pipeline_takes_each_retrieval_action_and_refine_setting_by_its_own_name():

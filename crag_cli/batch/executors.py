@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
+from ..prompts import AUTO
 from ..records import QuestionLine, error_record, to_record
 
 
@@ -317,7 +318,8 @@ def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
     if pipeline.generator is not None:
         pipeline.generator.load()
-    if mode in ("crag", "rag+web"):
+    if mode in ("crag", "rag+web") or (mode == "rag" and pipeline.task == AUTO):  # auto: the evaluator's domain
         pipeline.evaluator.load()
+    if mode in ("crag", "rag+web"):
         if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:
             pipeline.web.generator.load()

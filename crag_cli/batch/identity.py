@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import files
 from ..version import __version__
-from ..prompts import PROMPT_VERSION
+from ..prompts import AUTO, PROMPT_VERSION
 
 
 RESOLVED_GROUPS = ("index", "thresholds")
@@ -80,6 +80,8 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     from ..settings import answer_settings, group
 
     unused = UNUSED_GROUPS[mode]
+    if mode == "rag" and settings.task == AUTO:  # the evaluator's domain picks each question's prompt
+        unused = tuple(g for g in unused if g != "evaluator")
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
     identity.update(
         {

@@ -229,6 +229,8 @@ def _show_knowledge(result) -> None:
     notes = []
     if result.in_domain is False:
         notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
+    if result.prompt_task != result.task:
+        notes.append(f"answered as --task {result.prompt_task} (--task {result.task})")
     if ext is not None:
         if ext.query:
             notes.append(f"web query: {ext.query}")
