@@ -92,9 +92,15 @@ STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}  # the modes whose --evaluator matters
 
 
+def uses_evaluator(mode: str, task: str) -> bool:
+    """Whether MODE's records depend on the evaluator: the crag modes', and with ``--task auto`` (its domain
+    picks each question's prompt) those of every mode that retrieves."""
+    return mode in EVALUATES or (task == AUTO and mode != "no-retrieval")
+
+
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
-from crag_cli.prompts import TASK_CHOICES  # noqa: E402
+from crag_cli.prompts import AUTO, TASK_CHOICES  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
@@ -521,8 +527,8 @@ def run_mode(
     only when made for it.
     """
     n = len(ids)
-    wanted = (evaluator or Settings().evaluator) if mode in EVALUATES else None
     wanted_task = task or Settings().task
+    wanted = (evaluator or Settings().evaluator) if uses_evaluator(mode, wanted_task) else None
     records_path = out / f"records-{mode}.jsonl"
     partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
@@ -552,7 +558,7 @@ def run_mode(
             ["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part]
         )
     ]
-    if evaluator and mode in EVALUATES:
+    if evaluator and uses_evaluator(mode, wanted_task):
         args += ["--evaluator", evaluator]
     if task:
         args += ["--task", task]
@@ -606,7 +612,11 @@ def main() -> None:
     )
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-refine,crag-no-rewrite")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
-    parser.add_argument("--evaluator", default=None, help="evaluator of the crag modes (default: crag's default)")
+    parser.add_argument(
+        "--evaluator",
+        default=None,
+        help="evaluator of the crag modes, and with --task auto every retrieving mode's domain (default: crag's default)",
+    )
     parser.add_argument(
         "--task", choices=TASK_CHOICES, default=None, help="every mode's task (default: crag's default)"
     )

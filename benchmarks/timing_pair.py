@@ -57,7 +57,11 @@ def main() -> None:
     )
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="generator (default: crag's default)")
-    parser.add_argument("--evaluator", default=None, help="crag's evaluator (default: crag's default)")
+    parser.add_argument(
+        "--evaluator",
+        default=None,
+        help="the evaluator: crag's, and with --task auto plain RAG's domain (default: crag's default)",
+    )
     parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
     parser.add_argument("--task", choices=TASK_CHOICES, default=None, help="both modes' task (default: crag's default)")
     parser.add_argument("--out", type=Path, required=True)
@@ -95,10 +99,9 @@ def main() -> None:
         | ({"task": args.task} if args.task else {})
     )
     web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
-    crag_only = web | ({"evaluator": args.evaluator} if args.evaluator else {})
+    common |= {"evaluator": args.evaluator} if args.evaluator else {}  # plain RAG's too: --task auto asks its domain
     opened = {
-        name: crag_cli.open(**common, **(crag_only if m["mode"] == "crag" else {}), **m).load()
-        for name, m in modes.items()
+        name: crag_cli.open(**common, **(web if m["mode"] == "crag" else {}), **m).load() for name, m in modes.items()
     }
     names = list(modes)
     records: dict[str, list[dict]] = {name: [] for name in names}

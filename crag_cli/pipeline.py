@@ -39,7 +39,7 @@ class Result:
 
     question: str
     id: str | None = None
-    task: str = "popqa"  # the task asked for (``auto`` included)
+    task: str = AUTO  # the task asked for (``auto``: see :func:`crag_cli.prompts.prompt_task`)
     prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
     mode: str = "crag"
     model: str | None = None  # the generator that answered
@@ -152,7 +152,9 @@ class Pipeline:
         score alone (the paper); see :func:`crag_cli.refine.strongest_first`.
         Passages kept whole keep their retrieval order.
     task : str
-        Default task (prompt) for questions that name none.
+        Default task for questions that name none: a prompt of
+        :data:`crag_cli.prompts.TASKS`, or ``auto`` (the prompt picked by the
+        evaluator's domain, :func:`crag_cli.prompts.prompt_task`).
     max_tokens : int, optional
         Tokens to generate (default per task).
     """
@@ -173,7 +175,7 @@ class Pipeline:
         refine: bool = False,
         ranking: str = "evaluator",
         knowledge_words: int | None = None,
-        task: str = "popqa",
+        task: str = AUTO,
         max_tokens: int | None = None,
     ) -> None:
         if top_k < 1:
@@ -415,7 +417,7 @@ class Pipeline:
         answers : sequence of str, optional
             Gold aliases; when given, ``Result.correct`` is set.
         task : str, optional
-            Prompt to use (default: the pipeline's).
+            Task to use (default: the pipeline's); ``auto`` picks the prompt by the evaluator's domain.
         mode : {"crag", "rag", "rag+web", "no-retrieval"}
             ``crag`` is the paper's method; ``rag`` gives the top-k passages to the
             generator unchecked; ``rag+web`` always adds web knowledge; ``no-retrieval``
@@ -459,11 +461,13 @@ class Pipeline:
             if mode == "rag+web":
                 result.external_knowledge = self._external(result)
                 items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
-            if task == AUTO:  # the domain alone, from the evaluator's base encoder: no passage is scored
+            if (
+                task == AUTO
+            ):  # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
                 with _Timer(result.timings, "domain"):
                     result.in_domain = self._knows([question])[0]
                 result.evaluator = getattr(self.evaluator, "name", None)
-        result.prompt_task = prompt_task(task, result.in_domain, retrieval=mode != "no-retrieval")
+        result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
         result.knowledge_used = items
         if on_knowledge is not None:
             on_knowledge(result)

@@ -166,7 +166,7 @@ def fit_knowledge(
     return messages, kept, n
 
 
-def prompt_task(task: str, in_domain: bool | None, retrieval: bool = True) -> str:
+def prompt_task(task: str, in_domain: bool | None, has_reference: bool = True) -> str:
     """The task whose prompt a question gets: ``task`` itself unless it is ``auto``.
 
     ``auto`` answers a question in the style of the evaluator's training
@@ -174,18 +174,19 @@ def prompt_task(task: str, in_domain: bool | None, retrieval: bool = True) -> st
     is out of its domain (``in_domain`` False, a question about other
     documents): then ``docqa``, the reference's sentence unless a name or the
     like is asked for. An evaluator that cannot tell (``None``), or no
-    reference to quote (``retrieval`` False), keeps ``popqa``.
+    reference to quote (``has_reference`` False: no knowledge retrieved or
+    found), keeps ``popqa``.
 
     Examples
     --------
     >>> prompt_task("auto", False), prompt_task("auto", True), prompt_task("auto", None)
     ('docqa', 'popqa', 'popqa')
-    >>> prompt_task("auto", False, retrieval=False), prompt_task("bio", False)
+    >>> prompt_task("auto", False, has_reference=False), prompt_task("bio", False)
     ('popqa', 'bio')
     """
     if task != AUTO:
         return task
-    return "docqa" if in_domain is False and retrieval else "popqa"
+    return "docqa" if in_domain is False and has_reference else "popqa"
 
 
 def clean_answer(text: str, task: str) -> str:

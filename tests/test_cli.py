@@ -135,11 +135,13 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common)
     assert r.exit_code == 0, r.output
     assert "action: AMBIGUOUS" in r.stderr and "unlike those the evaluator was trained on" in r.stderr
-    assert "answered as --task docqa (--task auto)" in r.stderr  # the default task follows the domain
+    assert "answered as --task docqa (--task auto" in r.stderr  # the default task follows the domain
     r = invoke(
         "ask", "What is the population of Berlin?", "--model", tiny_gguf, "--max-tokens", "4", *common, "--any-domain"
     )
     assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "unlike those" in r.stderr
+    r = invoke("ask", "What is the capital of Germany?", "--model", tiny_gguf, "--max-tokens", "4", *common)
+    assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "answered as" not in r.stderr  # popqa's, unsaid
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
     rec = json.loads(r.stdout)
     assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own

@@ -94,6 +94,10 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
         assert prompt.endswith(popqa) and max_tokens == MAX_TOKENS["popqa"] and result.prompt_task == "popqa"
     assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
     assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
+    gen = FakeGenerator("politician")  # nor when crag found nothing: Incorrect, no web
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
+    result = pipe.run("What is Ole Krarup's occupation?")
+    assert result.action is Action.INCORRECT and not result.knowledge_used and result.prompt_task == "popqa"
     assert run(["occupation"], task="docqa")[1].endswith(docqa)  # a task asked for is the task used
 
 

@@ -318,7 +318,8 @@ def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
     if pipeline.generator is not None:
         pipeline.generator.load()
-    if mode in ("crag", "rag+web") or (mode == "rag" and pipeline.task == AUTO):  # auto: the evaluator's domain
+    domain = mode == "rag" and pipeline.task == AUTO and hasattr(pipeline.evaluator, "knows")  # auto's domain
+    if mode in ("crag", "rag+web") or domain:
         pipeline.evaluator.load()
     if mode in ("crag", "rag+web"):
         if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:

@@ -16,6 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import CragError
+from ..prompts import AUTO
 from ..settings import Settings
 
 from .base import (
@@ -229,8 +230,8 @@ def _show_knowledge(result) -> None:
     notes = []
     if result.in_domain is False:
         notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
-    if result.prompt_task != result.task:
-        notes.append(f"answered as --task {result.prompt_task} (--task {result.task})")
+    if result.task == AUTO and result.prompt_task != "popqa":
+        notes.append(f"answered as --task {result.prompt_task} (--task auto: out of the evaluator's domain)")
     if ext is not None:
         if ext.query:
             notes.append(f"web query: {ext.query}")

@@ -18,4 +18,4 @@ def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> E
         return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
     return T5Evaluator(
         path, batch_size=batch_size, max_length=max_length
-    )  # checked when it loads (rag mode never does)
+    )  # checked when it loads (rag mode does only with --task auto, for a domain a T5 evaluator does not have)

@@ -249,6 +249,9 @@ class CrossEncoderEvaluator:
             self._domain = (known, float(entry["cosine"]), manifest["base"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EvaluatorError(f"trained evaluator {self.path}: cannot read its domain: {exc}") from None
+        if self._cosine is None:  # the topic guard's encoder when it has one
+            self._cosine = MiniLMEvaluator(base_path(manifest["base"]), batch_size=self.batch_size)
+        self._cosine.load()  # now, so that no question's time includes loading it
 
     def knows(self, questions: Sequence[str]) -> list[bool] | None:
         """Whether each question is like those it was trained on (in its domain); ``None``: no domain stored.
@@ -264,9 +267,7 @@ class CrossEncoderEvaluator:
             return None
         if not questions:
             return []
-        known, cut, base = self._domain
-        if self._cosine is None:  # the topic guard's encoder when it has one
-            self._cosine = MiniLMEvaluator(base_path(base), batch_size=self.batch_size)
+        known, cut, _ = self._domain
         return [bool(c >= cut) for c in nearest_cosines(self._cosine.embed(list(questions)), known)]
 
     def set_guard(self, guard: dict | None, base: str) -> None:
