@@ -92,15 +92,10 @@ STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}  # the modes whose --evaluator matters
 
 
-def uses_evaluator(mode: str, task: str) -> bool:
-    """Whether MODE's records depend on the evaluator: the crag modes', and with ``--task auto`` (its domain
-    picks each question's prompt) those of every mode that retrieves."""
-    return mode in EVALUATES or (task == AUTO and mode != "no-retrieval")
-
-
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
-from crag_cli.prompts import AUTO, TASK_CHOICES  # noqa: E402
+from crag_cli.pipeline import uses_evaluator  # noqa: E402
+from crag_cli.prompts import TASK_CHOICES  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.evaltest import in_sample_note  # noqa: E402
@@ -528,7 +523,7 @@ def run_mode(
     """
     n = len(ids)
     wanted_task = task or Settings().task
-    wanted = (evaluator or Settings().evaluator) if uses_evaluator(mode, wanted_task) else None
+    wanted = (evaluator or Settings().evaluator) if uses_evaluator(MODES[mode][1], wanted_task) else None
     records_path = out / f"records-{mode}.jsonl"
     partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
@@ -558,7 +553,7 @@ def run_mode(
             ["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part]
         )
     ]
-    if evaluator and uses_evaluator(mode, wanted_task):
+    if evaluator and uses_evaluator(MODES[mode][1], wanted_task):
         args += ["--evaluator", evaluator]
     if task:
         args += ["--task", task]

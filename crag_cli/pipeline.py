@@ -30,6 +30,20 @@ from .refine import (
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
+
+
+def uses_evaluator(mode: str, task: str) -> bool:
+    """Whether a mode's answers depend on the evaluator: crag and rag+web score with it, and under ``auto``
+    every mode that retrieves asks its domain (:func:`crag_cli.prompts.prompt_task`).
+
+    Examples
+    --------
+    >>> uses_evaluator("rag", "popqa"), uses_evaluator("rag", "auto"), uses_evaluator("no-retrieval", "auto")
+    (False, True, False)
+    """
+    return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
+
+
 GROUNDED_TASKS = ("popqa", "docqa")  # tasks whose answer is a phrase that the knowledge can contain
 
 
@@ -461,9 +475,8 @@ class Pipeline:
             if mode == "rag+web":
                 result.external_knowledge = self._external(result)
                 items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
-            if (
-                task == AUTO
-            ):  # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
+            if task == AUTO:
+                # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
                 with _Timer(result.timings, "domain"):
                     result.in_domain = self._knows([question])[0]
                 result.evaluator = getattr(self.evaluator, "name", None)

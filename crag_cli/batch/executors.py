@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
-from ..prompts import AUTO
+from ..pipeline import uses_evaluator
 from ..records import QuestionLine, error_record, to_record
 
 
@@ -318,9 +318,8 @@ def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
     if pipeline.generator is not None:
         pipeline.generator.load()
-    domain = mode == "rag" and pipeline.task == AUTO and hasattr(pipeline.evaluator, "knows")  # auto's domain
-    if mode in ("crag", "rag+web") or domain:
-        pipeline.evaluator.load()
+    if uses_evaluator(mode, pipeline.task) and (mode != "rag" or hasattr(pipeline.evaluator, "knows")):
+        pipeline.evaluator.load()  # (plain RAG only asks a domain, which an evaluator without ``knows`` lacks)
     if mode in ("crag", "rag+web"):
         if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:
             pipeline.web.generator.load()

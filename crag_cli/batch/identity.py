@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import files
 from ..version import __version__
-from ..prompts import AUTO, PROMPT_VERSION
+from ..prompts import PROMPT_VERSION
 
 
 RESOLVED_GROUPS = ("index", "thresholds")
@@ -79,8 +79,10 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
     from ..settings import answer_settings, group
 
+    from ..pipeline import uses_evaluator
+
     unused = UNUSED_GROUPS[mode]
-    if mode == "rag" and settings.task == AUTO:  # the evaluator's domain picks each question's prompt
+    if uses_evaluator(mode, settings.task):  # plain RAG under auto: the evaluator's domain picks the prompt
         unused = tuple(g for g in unused if g != "evaluator")
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
     identity.update(
