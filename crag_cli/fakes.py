@@ -82,12 +82,15 @@ class FakeWeb:
 
 
 class FakeGenerator:
-    """Replies ``reply``, streamed word by word; remembers the messages it was given."""
+    """Replies ``reply``, streamed word by word; remembers the messages it was given.
+
+    ``reply`` may be a sequence: each call replies the next one (the last one from then on).
+    """
 
     model = "fake"
 
-    def __init__(self, reply: str, n_ctx: int = 4096) -> None:
-        self.reply, self.n_ctx = reply, n_ctx
+    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096) -> None:
+        self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
         self.messages: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
@@ -99,8 +102,9 @@ class FakeGenerator:
     ) -> Generation:
         self.messages.append(messages)
         self.max_tokens.append(max_tokens)
-        pieces = self.reply.split(" ")
+        reply = self.replies[min(len(self.messages), len(self.replies)) - 1]
+        pieces = reply.split(" ")
         for i, piece in enumerate(pieces):
             if on_token is not None:
                 on_token(piece if i == 0 else " " + piece)
-        return Generation(self.reply, self.count_tokens(messages), len(pieces))
+        return Generation(reply, self.count_tokens(messages), len(pieces))

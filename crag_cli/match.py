@@ -82,6 +82,24 @@ def content_words(text: str) -> list[str]:
     return [w for w in re.findall(r"\w+", text.casefold()) if w not in STOP_WORDS]
 
 
+def restates(answer: str, question: str) -> bool:
+    """Whether an answer only restates its question: every content word of it is a word of the question.
+
+    Such an answer names what was asked about ("pass" for "What does the pass
+    statement do?") and says nothing the question does not. An answer without
+    content words (empty, "It is") does not restate.
+
+    Examples
+    --------
+    >>> restates("pass", "What does the pass statement do?"), restates("The pass statement.", "What does pass do?")
+    (True, False)
+    >>> restates("A null operation.", "What does the pass statement do?"), restates("It is.", "What is it?")
+    (False, False)
+    """
+    words = set(content_words(answer))
+    return bool(words) and words <= set(re.findall(r"\w+", question.casefold()))
+
+
 def is_grounded(answer: str, texts: Sequence[str]) -> bool:
     """Whether a short answer is supported by the knowledge it was given.
 

@@ -8,16 +8,26 @@ evaluator, a web corrector, a generator), so each can be replaced or faked.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .match import holds_answer, is_grounded
+from .match import STOP_WORDS, holds_answer, is_grounded, restates
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
-from .prompts import AUTO, MAX_TOKENS, TASK_CHOICES, KnowledgeItem, clean_answer, fit_knowledge, prompt_task
+from .prompts import (
+    AUTO,
+    MAX_TOKENS,
+    RESTATED_RETRY,
+    TASK_CHOICES,
+    KnowledgeItem,
+    clean_answer,
+    fit_knowledge,
+    prompt_task,
+)
 from .refine import (
     KnowledgeSource,
     Strip,
@@ -71,6 +81,7 @@ class Result:
     answer: str | None = None
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
+    restated: str | None = None  # a first answer that only restated the question, asked again (RESTATED_RETRY)
     prompt_tokens: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -89,6 +100,34 @@ def is_correct(answer: str, gold: Sequence[str]) -> bool:
     :func:`crag_cli.match.holds_answer`.
     """
     return holds_answer(answer, gold)
+
+
+class _HeldBack:
+    """Streams an answer that may be asked again (:data:`crag_cli.prompts.RESTATED_RETRY`) only once it cannot
+    be a restatement: a finished word of its first line is a content word the question lacks. Until then
+    the pieces are held; :meth:`release` streams what is held when the answer stands."""
+
+    def __init__(self, on_token: Callable[[str], None], question: str) -> None:
+        self.on_token = on_token
+        self.question = set(re.findall(r"\w+", question.casefold()))
+        self.held: list[str] = []
+        self.open = False
+
+    def __call__(self, piece: str) -> None:
+        if self.open:
+            self.on_token(piece)
+            return
+        self.held.append(piece)
+        text = "".join(self.held)
+        first = (text.strip().splitlines() or [""])[0]
+        finished = re.findall(r"\w+(?=\W)", first.casefold())
+        if any(w not in self.question for w in finished if w not in STOP_WORDS):
+            self.release()
+
+    def release(self) -> None:
+        if self.held:
+            self.on_token("".join(self.held))
+        self.held, self.open = [], True
 
 
 class _Timer:
@@ -489,7 +528,30 @@ class Pipeline:
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
 
+    def _ask_again(
+        self, result: Result, items: list[KnowledgeItem], task: str
+    ) -> tuple[str, list[KnowledgeItem], int] | None:
+        """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens.
+
+        ``None`` when that generation fails or answers nothing: the first answer then stands.
+        """
+        max_tokens = self.max_tokens or MAX_TOKENS[task]
+        try:
+            budget = self.generator.n_ctx - max_tokens
+            messages, kept, _ = fit_knowledge(result.question, items, task, self.generator.count_tokens, budget)
+            gen = self.generator.generate(messages, max_tokens)
+        except Exception:  # the first answer stands; a model that fails again fails the next question
+            return None
+        answer = clean_answer(gen.text, task)
+        return (answer, kept, gen.prompt_tokens) if answer else None
+
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
+        """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
+        (:data:`crag_cli.prompts.RESTATED_RETRY`), the first answer kept in ``result.restated``.
+
+        The second answer is not streamed piece by piece: once it stands it goes to ``on_token`` whole, so
+        what streamed is the answer given. ``prompt_tokens`` counts both prompts.
+        """
         task = result.prompt_task or result.task
         max_tokens = self.max_tokens or MAX_TOKENS[task]
         with _Timer(result.timings, "generate"):
@@ -497,10 +559,25 @@ class Pipeline:
                 budget = self.generator.n_ctx - max_tokens
                 messages, kept, n = fit_knowledge(result.question, items, task, self.generator.count_tokens, budget)
                 result.knowledge_used = kept
-                gen = self.generator.generate(messages, max_tokens, on_token)
+                retry = RESTATED_RETRY.get(task) if kept else None
+                held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
+                gen = self.generator.generate(messages, max_tokens, on_token if held is None else held)
                 result.answer = clean_answer(gen.text, task)
+                result.prompt_tokens = gen.prompt_tokens
+                again = (
+                    self._ask_again(result, items, retry)
+                    if retry and restates(result.answer, result.question)
+                    else None
+                )
+                if again is not None:
+                    result.restated, (result.answer, kept, tokens) = result.answer, again
+                    result.knowledge_used = kept
+                    result.prompt_tokens += tokens
+                    if on_token is not None:
+                        on_token(result.answer)
+                elif held is not None:
+                    held.release()
                 if task in GROUNDED_TASKS and result.mode != "no-retrieval":
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
-                result.prompt_tokens = gen.prompt_tokens
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"

@@ -14,13 +14,14 @@ from typing import Callable, Sequence
 TASKS = ("popqa", "docqa", "bio", "pubqa", "arc")  # the prompts
 AUTO = "auto"  # the prompt chosen per question by the evaluator's domain (:func:`prompt_task`)
 TASK_CHOICES = (AUTO, *TASKS)
-SHORT_ANSWER_TASKS = ("popqa", "docqa", "pubqa", "arc")  # the answer is the first non-empty line
+SHORT_ANSWER_TASKS = ("popqa", "docqa", "sentence", "pubqa", "arc")  # the answer is the first non-empty line
 # Raised whenever the prompts change, so that `crag batch --resume` never mixes records of two prompts.
 # 2: CRAG's knowledge ranked by evaluator score and labelled with its verdict.
 # 3: the reference markers neutralised inside knowledge and question; contents tokenized as plain text.
 # 4: no verdicts and no note: crag's knowledge is shown as plain RAG's is (passages keep retrieval order).
 # 5: the docqa task: a question that does not ask for a name, a place... is answered with the reference's sentence.
-PROMPT_VERSION = 5
+# 6: a docqa answer that only restates the question is asked again for the reference's sentence (RESTATED_RETRY).
+PROMPT_VERSION = 6
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
@@ -34,12 +35,20 @@ INSTRUCTIONS = {
         "Answer with a short phrase (a name, a place, a profession, a title...) when the question asks for one; "
         "otherwise with the sentence of the reference that answers it. No explanation."
     ),
+    "sentence": (  # not a task: the second ask of a docqa answer that restated its question (RESTATED_RETRY)
+        "Answer with the sentence of the reference that answers the question. No explanation."
+    ),
     "bio": "Write a short factual biography paragraph about the person.",
     "pubqa": "Is the claim true or false? Answer with one word: true or false.",
     "arc": "Answer with the letter of the correct choice only.",
 }
 
-MAX_TOKENS = {"popqa": 32, "docqa": 64, "bio": 300, "pubqa": 8, "arc": 8}
+MAX_TOKENS = {"popqa": 32, "docqa": 64, "sentence": 64, "bio": 300, "pubqa": 8, "arc": 8}
+# The prompt that asks once more when a task's answer only restates the question (:func:`crag_cli.match.restates`):
+# docqa's "a short phrase when the question asks for one" is sometimes read as the thing asked about ("pass" for
+# "What does the pass statement do?"). popqa is not asked again: its answers may rightly repeat the question's
+# words (the sport in a club's name).
+RESTATED_RETRY = {"docqa": "sentence"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,7 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
     items : sequence of KnowledgeItem
         May be empty: the prompt then says that no reference was found.
     task : {"popqa", "docqa", "bio", "pubqa", "arc"}
+        Or ``sentence``, the second ask of :data:`RESTATED_RETRY`.
     """
     if task not in INSTRUCTIONS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")

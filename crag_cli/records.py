@@ -47,6 +47,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
         "answer": result.answer,
         "grounded": result.grounded,
+        "restated": result.restated,
         "prompt_tokens": result.prompt_tokens,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "error": result.error,

@@ -101,6 +101,55 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
     assert run(["occupation"], task="docqa")[1].endswith(docqa)  # a task asked for is the task used
 
 
+def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_references_sentence():
+    """ "pass" for "What does the pass statement do?" names what was asked about: the reader is asked once more,
+    for the reference's sentence; the stream shows only the answer given, the record keeps the first."""
+    passages = ["The pass statement is a null operation: when it is executed, nothing happens."]
+    question = "What does the pass statement do?"
+
+    def run(*replies, task="docqa", stream=True, gen=None):
+        gen = gen or FakeGenerator(list(replies))
+        streamed: list[str] = []
+        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
+        result = pipe.run(question, on_token=streamed.append if stream else None)
+        run.pieces = streamed
+        return result, gen, "".join(streamed)
+
+    result, gen, streamed = run("The pass statement", "When it is executed, nothing happens.")
+    assert result.answer == "When it is executed, nothing happens." and result.restated == "The pass statement"
+    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(INSTRUCTIONS["sentence"])
+    assert "null operation" in gen.messages[1][1]["content"]  # the same knowledge, asked again
+    assert streamed == "When it is executed, nothing happens."  # the restating answer was held back, not shown
+    record = to_record(result)
+    assert record["restated"] == "The pass statement" and record["answer"] == result.answer
+    assert result.grounded is True  # judged on the answer given
+    assert result.prompt_tokens == sum(gen.count_tokens(m) for m in gen.messages)  # both prompts read
+
+    result, gen, streamed = run("A null operation, nothing happens.", "never asked")  # an answer of its own
+    assert result.answer == "A null operation, nothing happens." and result.restated is None and len(gen.messages) == 1
+    assert run.pieces == ["A null operation,", " nothing", " happens."]  # held until "null" was finished, then live
+    assert run("Nothing", "never asked")[2] == "Nothing"  # the deciding word last: released when generation ends
+    result, gen, streamed = run("pass\nA null operation.", "Nothing happens.")  # the first line is the answer
+    assert result.restated == "pass" and streamed == "Nothing happens."  # the restating line never streamed
+    result, gen, streamed = run("pass", "")  # a second ask that answers nothing: the first answer stands
+    assert result.answer == "pass" and result.restated is None and streamed == "pass"
+
+    class FailsSecond(FakeGenerator):
+        def generate(self, messages, max_tokens, on_token=None):
+            if self.messages:
+                raise RuntimeError("model gone")
+            return super().generate(messages, max_tokens, on_token)
+
+    result, gen, streamed = run(gen=FailsSecond("pass"))  # a second ask that fails: the first answer stands
+    assert result.answer == "pass" and result.restated is None and result.error is None and streamed == "pass"
+    assert result.grounded is True and result.prompt_tokens
+    result, gen, _ = run("pass", "Nothing happens.", stream=False)
+    assert result.answer == "Nothing happens." and result.restated == "pass"
+    # popqa's short phrase may rightly repeat the question's words (a sport in a club's name): never asked again
+    result, gen, _ = run("pass", "never asked", task="popqa")
+    assert result.answer == "pass" and result.restated is None and len(gen.messages) == 1
+
+
 def _ambiguous_with_support(**kwargs):
     passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
     scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}

@@ -287,6 +287,12 @@ def ask(
     else:
         sys.stdout.write("\n")
         sys.stdout.flush()
+        if result.restated is not None:
+            err.print(
+                f"note: the first answer ({result.restated!r}) only restated the question: "
+                "asked again for the reference's sentence",
+                markup=False,
+            )
         if result.grounded is False:
             err.print("note: the answer occurs nowhere in the knowledge it was given (grounded: false)", markup=False)
     if result.error:
