@@ -96,8 +96,17 @@ def restates(answer: str, question: str) -> bool:
     >>> restates("A null operation.", "What does the pass statement do?"), restates("It is.", "What is it?")
     (False, False)
     """
-    words = set(content_words(answer))
-    return bool(words) and words <= set(re.findall(r"\w+", question.casefold()))
+    return bool(content_words(answer)) and not new_words(answer, question)
+
+
+def new_words(answer: str, question: str) -> list[str]:
+    """The content words of ``answer`` that are not words of ``question`` (case-folded).
+
+    >>> new_words("The pass statement is a null operation.", "What does the pass statement do?")
+    ['null', 'operation']
+    """
+    asked = set(re.findall(r"\w+", question.casefold()))
+    return [w for w in content_words(answer) if w not in asked]
 
 
 def is_grounded(answer: str, texts: Sequence[str]) -> bool:

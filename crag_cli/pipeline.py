@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .match import STOP_WORDS, holds_answer, is_grounded, restates
+from .match import holds_answer, is_grounded, new_words, restates
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
@@ -108,8 +108,7 @@ class _HeldBack:
     the pieces are held; :meth:`release` streams what is held when the answer stands."""
 
     def __init__(self, on_token: Callable[[str], None], question: str) -> None:
-        self.on_token = on_token
-        self.question = set(re.findall(r"\w+", question.casefold()))
+        self.on_token, self.question = on_token, question
         self.held: list[str] = []
         self.open = False
 
@@ -120,8 +119,7 @@ class _HeldBack:
         self.held.append(piece)
         text = "".join(self.held)
         first = (text.strip().splitlines() or [""])[0]
-        finished = re.findall(r"\w+(?=\W)", first.casefold())
-        if any(w not in self.question for w in finished if w not in STOP_WORDS):
+        if new_words(re.sub(r"\w+$", "", first), self.question):  # its finished words only
             self.release()
 
     def release(self) -> None:
