@@ -7,7 +7,7 @@ For each question, the pipeline's own steps without the generator and the
 web: retrieve (k = 10), score, decide the action, and for a Correct or
 Ambiguous question refine the kept passages and keep the strips the generator
 would get. Prints, for local and web-only questions apart: the actions, and
-how often the gold span (whole words, ignoring case) is in the top 3, 5 and 10
+how often the gold span (whole words, ignoring case) is in the top 3, 5, 7 and 10
 retrieved passages (what plain RAG gives the reader), in the passages the
 evaluator kept (``--no-refine``; also the first 3 of them in retrieval
 order), and in the refined strips that reach the reader
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         c = rows.setdefault(place, Counter())
         c["n"] += 1
         c[result.action.value] += 1
-        for k in (3, 5, 10):
+        for k in (3, 5, 7, 10):
             c[f"top{k}"] += any(holds_answer(t, gold) for t in texts[:k])
         kept = (
             [h.passage.text for h, _ in pipe._kept(result.hits, result.scores, result.action)]
@@ -91,14 +91,14 @@ def main(argv: list[str] | None = None) -> None:
         f"{' '.join(args.set) or 'default refinement'}\n"
     )
     print(
-        "| questions | n | C/A/I | span in top 3 | top 5 | top 10 | kept passages | first 3 kept | refined strips "
-        "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| questions | n | C/A/I | span in top 3 | top 5 | top 7 | top 10 | kept passages | first 3 kept | refined strips "
+        "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for place, c in rows.items():
         n = c["n"]
         print(
             f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
-            f"{c['top5'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
+            f"{c['top5'] / n:.1%} | {c['top7'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
             f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | "
             f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |"
         )

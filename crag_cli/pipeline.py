@@ -183,7 +183,8 @@ class Pipeline:
     strips : int
         The most strips the generator gets: refinement keeps this many of the
         passages and of the web pages, and an Ambiguous question (both) reads
-        this many of the two in all (:meth:`reader_strips`).
+        this many of the two in all (:meth:`reader_strips`; out of the
+        evaluator's domain, see ``outside_words``).
     strips_correct : int, optional
         Strips kept when the action is Correct (default: ``strips``): when the
         evaluator is sure, the generator gets fewer strips (the first kept, in
@@ -197,6 +198,13 @@ class Pipeline:
         The most words of knowledge the generator gets in ``crag`` mode from
         each source: the first strips in reading order until this many (at
         least one); ``None``: no bound.
+    outside_words : int
+        The most words of passages an Ambiguous question outside the
+        evaluator's domain (``domain_guard``) reads when its passages lead: the
+        kept passages in retrieval order (with ``refine``, their strongest
+        ``strips`` strips) up to this many words, then as many of the web's
+        strips as the domain's rule gives it (``strips - strips_correct``);
+        see :meth:`reader_strips`. 0: the domain's rule.
     ranking : {"fused", "evaluator"}
         How the strongest strips (the web's; the passages' with ``refine``) are
         chosen: the evaluator's score fused with the retrieval order, or the
@@ -226,6 +234,7 @@ class Pipeline:
         refine: bool = False,
         ranking: str = "evaluator",
         knowledge_words: int | None = None,
+        outside_words: int = 0,
         task: str = AUTO,
         max_tokens: int | None = None,
     ) -> None:
@@ -245,6 +254,7 @@ class Pipeline:
         self.refine_knowledge = refine  # (the name ``refine`` is the module's function)
         self.ranking = ranking
         self.knowledge_words = knowledge_words
+        self.outside_words = outside_words
         self.task = task
         self.max_tokens = max_tokens
         self._scorer = _Scorer(evaluator)
@@ -398,7 +408,10 @@ class Pipeline:
         of their own. The passages lead when one of them has lexical support
         (the folder's words answer the question) or scores at least the upper
         threshold (a question out of the evaluator's domain: ``domain_guard``),
-        else the web's strips. A
+        else the web's strips. A question outside the evaluator's domain whose
+        passages lead reads them as plain RAG does (``outside_words``): the kept
+        passages up to that many words, then the web's share of the domain's
+        rule (``strips`` less the passages' ``strips_correct``). A
         strip repeating an earlier one's text is left out
         (:func:`crag_cli.refine.distinct`).
         """
@@ -412,10 +425,20 @@ class Pipeline:
             only = internal if result.action is Action.CORRECT else external
             return within_words(distinct(only)[: self._top(result.action)], self.knowledge_words)
         vouched = bool(result.scores) and max(result.scores) >= self.thresholds.upper  # Correct but for the domain
-        lead, other = (internal, external) if result.supported or vouched else (external, internal)
-        first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
+        passages_lead = result.supported or vouched
+        lead, other = (internal, external) if passages_lead else (external, internal)
+        if passages_lead and self._outside(result):
+            first = within_words(distinct(lead), self.outside_words)
+            others = self.strips - min(len(first), self._top(Action.CORRECT))  # the web's share, as in the domain
+        else:
+            first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
+            others = self.strips - len(first)
         rest = distinct(first + other)[len(first) :]
-        return first + within_words(rest[: self.strips - len(first)], self.knowledge_words)
+        return first + within_words(rest[:others], self.knowledge_words)
+
+    def _outside(self, result: Result) -> bool:
+        """Whether ``result``'s passages are read as plain RAG reads them (``outside_words``): out of the domain."""
+        return bool(self.outside_words) and self.domain_guard and result.in_domain is False
 
     def _top(self, action: Action) -> int:
         """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""

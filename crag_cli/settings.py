@@ -130,7 +130,7 @@ class Settings(BaseModel):
     strips: int = setting(
         5,
         "Strips the generator gets, of the passages and the web pages in all (Ambiguous: the leading source's "
-        "--strips-correct, then the other's).",
+        "--strips-correct, then the other's; out of the evaluator's domain, see --outside-words).",
         "refine",
         answers=True,
         ge=1,
@@ -140,7 +140,8 @@ class Settings(BaseModel):
         3,
         "Strips kept when the action is Correct (the evaluator is sure): fewer distractors (the first kept "
         "passages in retrieval order). Ambiguous reads as many of its leading source (the passages when one has "
-        "lexical support, else the web's strips) before the other's.",
+        "lexical support, else the web's strips) before the other's (out of the evaluator's domain, passages "
+        "that lead: --outside-words).",
         "refine",
         answers=True,
         ge=1,
@@ -164,10 +165,24 @@ class Settings(BaseModel):
         300,
         "Most words of knowledge the generator gets in crag mode from each source: the first strips in reading order "
         "until this many (at least one); Ambiguous reads up to this many of the passages and of the web's strips "
-        "each. 300 is what plain RAG with k = 3 gives of 100-word passages.",
+        "each (out of the evaluator's domain, passages that lead: --outside-words). 300 is what plain RAG with "
+        "k = 3 gives of 100-word passages.",
         "refine",
         answers=True,
         ge=10,
+        le=100000,
+    )
+    outside_words: int = setting(
+        700,
+        "Most words of passages an Ambiguous question outside the evaluator's domain reads (--domain-guard, with "
+        "an evaluator that knows its domain, as the embedded one does) when its passages lead (one has lexical "
+        "support or scores at least the upper threshold): the kept passages in retrieval order, as plain RAG reads "
+        "them (with --refine, their best --strips strips), then --strips minus --strips-correct of the web's strips "
+        "within --knowledge-words. Out of its domain the evaluator cannot pick the passages, and the answer is "
+        "often in one past the third. 0: --strips-correct passages within --knowledge-words, as in the domain.",
+        "refine",
+        answers=True,
+        ge=0,
         le=100000,
     )
     model: str = setting(

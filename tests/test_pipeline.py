@@ -182,6 +182,46 @@ def test_ambiguous_bounds_each_source_by_knowledge_words_so_neither_crowds_out_t
     assert "fact 0" in lines[0] and "fact 1" in lines[1] and "web item 0" in lines[2]
 
 
+def _ambiguous_outside(question: str, support=0.8, scores=None, domain=("occupation",), **kwargs):
+    passages = [f"Ole Krarup fact {i} in five more words." for i in range(6)]  # 8 words each
+    scores = {f"fact {i}": 0.1 + 0.05 * i for i in range(6)} if scores is None else scores  # unsure: Ambiguous
+    web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(5)], score=0.25)
+    gen = FakeGenerator("jurist")
+    evaluator = FakeEvaluator(scores, domain=domain)  # by default it knows the questions that ask for an occupation
+    pipe = Pipeline(
+        FakeRetriever(passages, support=support), evaluator, TH, gen, web=web, lexical_support=0.5, **kwargs
+    )
+    result = pipe.run(question)
+    assert result.action is Action.AMBIGUOUS
+    return result, reference(gen)
+
+
+def test_outside_the_evaluators_domain_ambiguous_reads_its_passages_as_plain_rag_within_outside_words():
+    settings = dict(top_k=6, strips=5, strips_correct=3, knowledge_words=100, outside_words=40)
+    outside = "Where did Ole Krarup study?"  # not in the evaluator's domain
+    result, lines = _ambiguous_outside(outside, **settings)
+    assert result.in_domain is False
+    # 40 words: five 8-word passages in retrieval order, then strips - strips_correct = 2 of the web's strips
+    assert [f"fact {i}" in line for i, line in enumerate(lines[:5])] == [True] * 5
+    assert "web item 0" in lines[5] and "web item 1" in lines[6] and len(lines) == 7
+    assert [s["source"] for s in to_record(result)["internal_knowledge"]] == [f"p{i}" for i in range(5)]
+
+    def domain_rule(lines):  # strips_correct passages, then the web's strips up to strips in all
+        return len(lines) == 5 and "fact 2" in lines[2] and "web item 1" in lines[4]
+
+    result, lines = _ambiguous_outside("What is Ole Krarup's occupation?", **settings)  # in the domain
+    assert result.in_domain is True and domain_rule(lines)
+    result, lines = _ambiguous_outside(outside, domain=None, **settings)  # an evaluator that cannot tell
+    assert result.in_domain is None and domain_rule(lines)
+    result, lines = _ambiguous_outside(outside, support=0.2, **settings)  # no lexical support: the web leads
+    assert "web item 0" in lines[0] and "web item 2" in lines[2] and "fact 1" in lines[4] and len(lines) == 5
+    for off in (dict(outside_words=0), dict(domain_guard=False)):  # off, and --any-domain
+        assert domain_rule(_ambiguous_outside(outside, **{**settings, **off})[1])
+    # one passage kept (the rest score below the filter threshold): the web gets the share it gets in the domain
+    _, lines = _ambiguous_outside(outside, scores={"fact 0": 0.1}, **settings)
+    assert "fact 0" in lines[0] and ["web item" in line for line in lines[1:]] == [True] * 4
+
+
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
     gen = FakeGenerator("Copenhagen")
     pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
