@@ -429,10 +429,9 @@ class Pipeline:
         lead, other = (internal, external) if passages_lead else (external, internal)
         if passages_lead and self._outside(result):
             first = within_words(distinct(lead), self.outside_words)
-            others = self.strips - min(len(first), self._top(Action.CORRECT))  # the web's share, as in the domain
         else:
             first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
-            others = self.strips - len(first)
+        others = self.strips - min(len(first), self._top(Action.CORRECT))  # the other source's share, either way
         rest = distinct(first + other)[len(first) :]
         return first + within_words(rest[:others], self.knowledge_words)
 
@@ -556,15 +555,21 @@ class Pipeline:
 
         ``None`` when that generation fails or answers nothing: the first answer then stands.
         """
-        max_tokens = self.max_tokens or MAX_TOKENS[task]
         try:
-            budget = self.generator.n_ctx - max_tokens
-            messages, kept, _ = fit_knowledge(result.question, items, task, self.generator.count_tokens, budget)
-            gen = self.generator.generate(messages, max_tokens)
+            answer, kept, tokens = self._ask(result.question, items, task)
         except Exception:  # the first answer stands; a model that fails again fails the next question
             return None
-        answer = clean_answer(gen.text, task)
-        return (answer, kept, gen.prompt_tokens) if answer else None
+        return (answer, kept, tokens) if answer else None
+
+    def _ask(
+        self, question: str, items: list[KnowledgeItem], task: str, on_token=None
+    ) -> tuple[str, list[KnowledgeItem], int]:
+        """One generation: ``task``'s prompt fitted to ``n_ctx``, the cleaned answer, the knowledge kept, the prompt's tokens."""
+        max_tokens = self.max_tokens or MAX_TOKENS[task]
+        budget = self.generator.n_ctx - max_tokens
+        messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
+        gen = self.generator.generate(messages, max_tokens, on_token)
+        return clean_answer(gen.text, task), kept, gen.prompt_tokens
 
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
@@ -574,17 +579,15 @@ class Pipeline:
         what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
         task = result.prompt_task or result.task
-        max_tokens = self.max_tokens or MAX_TOKENS[task]
         with _Timer(result.timings, "generate"):
             try:
-                budget = self.generator.n_ctx - max_tokens
-                messages, kept, n = fit_knowledge(result.question, items, task, self.generator.count_tokens, budget)
-                result.knowledge_used = kept
-                retry = RESTATED_RETRY.get(task) if kept else None
+                retry = RESTATED_RETRY.get(task) if items else None
                 held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
-                gen = self.generator.generate(messages, max_tokens, on_token if held is None else held)
-                result.answer = clean_answer(gen.text, task)
-                result.prompt_tokens = gen.prompt_tokens
+                result.answer, kept, result.prompt_tokens = self._ask(
+                    result.question, items, task, on_token if held is None else held
+                )
+                result.knowledge_used = kept
+                retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = (
                     self._ask_again(result, items, retry)
                     if retry and restates(result.answer, result.question)
