@@ -1,17 +1,20 @@
 """Where correction loses the answer, without a generator: actions and knowledge recall on a bench folder.
 
     python benchmarks/knowledge_recall.py --data DIR [--questions FILE] [--sample N] --index IX [--evaluator SPEC]
-                                          [--set SETTING=VALUE ...]
+                                          [--web] [--set SETTING=VALUE ...]
 
-For each question, the pipeline's own steps without the generator and the
-web: retrieve (k = 10), score, decide the action, and for a Correct or
-Ambiguous question refine the kept passages and keep the strips the generator
-would get. Prints, for local and web-only questions apart: the actions, and
+For each question, the pipeline's own steps without the generator: retrieve
+(k = 10), score, decide the action, and for a Correct or Ambiguous question
+refine the kept passages and keep the strips the generator would get. With
+``--web``, ``DIR/web.jsonl`` is served as the web (``benchmarks/webstandin.py``,
+on 127.0.0.1) and an Ambiguous or Incorrect question's web strips are fetched
+and read as crag reads them; without it no question reaches the web. Prints, for local and web-only questions apart: the actions, and
 how often the gold span (whole words, ignoring case) is in the top 3, 5, 7 and 10
 retrieved passages (what plain RAG gives the reader), in the passages the
 evaluator kept (``--no-refine``; also the first 3 of them in retrieval
 order), and in the refined strips that reach the reader
-(``internal_knowledge``, the strongest by the evaluator's score). An Incorrect question keeps nothing local. IX
+(``internal_knowledge`` and, with ``--web``, the web's strips: the reader's knowledge), with the words and
+web strips it holds on average. An Incorrect question keeps nothing local. IX
 is built from ``DIR/docs`` (or ``DIR/corpus.jsonl``) when it does not exist.
 ``--set strips_correct=5`` (any setting, as in ``crag.toml``) measures another
 refinement than the default's.
@@ -42,6 +45,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sample", type=int)
     ap.add_argument("--index", type=Path, required=True)
     ap.add_argument("--evaluator", default=None)
+    ap.add_argument(
+        "--web", action="store_true", help="serve DIR/web.jsonl as the web: the reader's knowledge includes it"
+    )
     ap.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE", help="a setting, as in crag.toml")
     args = ap.parse_args(argv)
     if not args.index.exists():
@@ -54,8 +60,14 @@ def main(argv: list[str] | None = None) -> None:
     from crag_cli.config import coerce
 
     chosen = {name: coerce(name, value, "--set") for name, _, value in (s.partition("=") for s in args.set)}
+    if args.web:
+        from webstandin import start_in_thread
+
+        _, url = start_in_thread(args.data / "web.jsonl", 0)
+        chosen.update(web="searxng", searxng_url=url, allow_private=True, cache=False)
     settings = Settings(index=args.index, **({"evaluator": args.evaluator} if args.evaluator else {}), **chosen)
     pipe = build.pipeline(settings, with_generator=False)
+    pipe.web = build.web_corrector(settings, pipe.evaluator, None, pipe.thresholds)  # None without --web
     rows: dict[str, Counter] = {}
     for i, q in enumerate(questions, 1):
         place = "local" if q.get("answer_in_local", True) else "web-only"
@@ -74,12 +86,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         c["kept"] += any(holds_answer(t, gold) for t in kept)
         c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
-        strips = []
         if result.action is not Action.INCORRECT:
             result.internal_knowledge = pipe._internal(result)
-            strips = pipe.reader_strips(result)
+        if pipe.web is not None and result.action is not Action.CORRECT:
+            result.external_knowledge = pipe._external(result)
+        strips = pipe.reader_strips(result)
         c["refined"] += any(holds_answer(s.text, gold) for s in strips)
         c["words"] += sum(len(s.text.split()) for s in strips)
+        c["web_strips"] += sum(s.source.startswith(("http://", "https://")) for s in strips)
         if result.action is Action.CORRECT:
             c["correct_top3"] += any(holds_answer(t, gold) for t in texts[:3])
             c["correct_refined"] += any(holds_answer(s.text, gold) for s in strips)
@@ -88,18 +102,19 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"{len(questions)} questions of {args.questions or args.data / 'questions.dev.jsonl'}; evaluator "
         f"{settings.evaluator}; thresholds upper {pipe.thresholds.upper:g}, lower {pipe.thresholds.lower:g}; "
-        f"{' '.join(args.set) or 'default refinement'}\n"
+        f"{' '.join(args.set) or 'default refinement'}; {'the web stand-in' if args.web else 'no web'}\n"
     )
     print(
         "| questions | n | C/A/I | span in top 3 | top 5 | top 7 | top 10 | kept passages | first 3 kept | refined strips "
-        "(reader) | words to the reader | Correct: top 3 / refined |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "(reader) | words to the reader | web strips | Correct: top 3 / refined |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for place, c in rows.items():
         n = c["n"]
         print(
             f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
             f"{c['top5'] / n:.1%} | {c['top7'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
-            f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | "
+            f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | {c['web_strips'] / n:.1f} | "
             f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |"
         )
 

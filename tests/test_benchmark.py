@@ -293,6 +293,14 @@ def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_pat
     cells = [c.strip() for c in local.split("|")[1:-1]]
     assert cells[1] == "1" and cells[3:7] == ["100.0%"] * 4  # Berlin is in the top 3 (so 5, 7, 10)
     assert [c.strip() for c in web.split("|")[1:-1]][3] == "0.0%"  # no local passage names Zorblat
+    # --web serves web.jsonl: the web-only question's reader reads the web's strip that names Zorblat
+    page = {"id": "w1", "title": "Fishermen at sea", "text": "The painting of fishermen at sea is by Zorblat."}
+    (bench / "web.jsonl").write_text(json.dumps(page) + "\n")
+    knowledge_recall.main(["--data", str(bench), "--index", str(tmp_path / "ix"), "--web"])
+    out = capsys.readouterr().out
+    assert "the web stand-in" in out
+    web = [c.strip() for c in next(x for x in out.splitlines() if x.startswith("| web-only |")).split("|")[1:-1]]
+    assert web[2] != "1/0/0" and web[9] == "100.0%" and float(web[11]) >= 1  # reached the web; its strip read
 
 
 def test_a_rerun_into_the_same_folder_serves_the_web_where_the_interrupted_crag_batch_found_it(tmp_path):
