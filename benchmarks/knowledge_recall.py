@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         _, url = start_in_thread(args.data / "web.jsonl", 0)
         chosen.update(web="searxng", searxng_url=url, allow_private=True, cache=False)
     settings = Settings(index=args.index, **({"evaluator": args.evaluator} if args.evaluator else {}), **chosen)
-    pipe = build.pipeline(settings, with_generator=False)
-    pipe.web = build.web_corrector(settings, pipe.evaluator, None, pipe.thresholds)  # None without --web
+    pipe = build.pipeline(settings, with_generator=False, with_web=True)  # no web stage without --web
     rows: dict[str, Counter] = {}
     for i, q in enumerate(questions, 1):
         place = "local" if q.get("answer_in_local", True) else "web-only"

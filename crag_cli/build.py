@@ -45,11 +45,17 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGene
 
 
 def pipeline(
-    settings: Settings, with_generator: bool = True, index: BM25Index | None = None, retrieve: bool = True
+    settings: Settings,
+    with_generator: bool = True,
+    index: BM25Index | None = None,
+    retrieve: bool = True,
+    with_web: bool | None = None,
 ) -> Pipeline:
     """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
 
-    ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index.
+    ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index. ``with_web`` (default:
+    ``with_generator``) builds the web stage of ``settings.web``; without a generator its query
+    rewrite is the rule-based one.
     """
     if with_generator:
         check_model(settings.model)  # a missing extra is one line before the index or any model loads
@@ -61,7 +67,7 @@ def pipeline(
         evaluator=ev,
         thresholds=th,
         generator=gen,
-        web=web_corrector(settings, ev, gen, th) if with_generator else None,
+        web=web_corrector(settings, ev, gen, th) if (with_generator if with_web is None else with_web) else None,
         **stage_settings(settings, "retrieval", "action", "refine"),
         **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )
