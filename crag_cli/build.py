@@ -54,8 +54,8 @@ def pipeline(
     """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
 
     ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index. ``with_web`` (default:
-    ``with_generator``) builds the web stage of ``settings.web``; without a generator its query
-    rewrite is the rule-based one.
+    ``with_generator``) builds the web stage of ``settings.web``; without a generator no model
+    rewrites the query (``--rewrite model`` falls back to the question's content words).
     """
     if with_generator:
         check_model(settings.model)  # a missing extra is one line before the index or any model loads

@@ -121,7 +121,7 @@ def test_none_is_a_choice_where_a_setting_offers_it(name, tmp_path):
     assert getattr(load_settings({}, env={f"CRAG_{name.upper()}": "none"}, cwd=tmp_path), name) == "none"
 
 
-def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_index):
+def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_index, monkeypatch):
     """``crag evaluate`` and the benchmarks build no generator; a benchmark that reads the web asks for it."""
     from crag_cli import build
     from crag_cli.web.stage import WebSearch
@@ -129,5 +129,10 @@ def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_in
     settings = Settings(index=built_index, web="searxng", searxng_url="http://127.0.0.1:9", allow_private=True)
     assert build.pipeline(settings, with_generator=False).web is None
     web = build.pipeline(settings, with_generator=False, with_web=True).web
-    assert isinstance(web, WebSearch) and web.generator is None  # the rule-based query rewrite
+    assert isinstance(web, WebSearch) and web.generator is None  # no model rewrites the query
     assert build.pipeline(settings.replace(web="none"), with_generator=False, with_web=True).web is None
+    # with a generator the web stage follows it unless told otherwise (no model is loaded here)
+    monkeypatch.setattr(build, "check_model", lambda model: None)
+    monkeypatch.setattr(build, "generator", lambda settings: None)
+    assert isinstance(build.pipeline(settings).web, WebSearch)
+    assert build.pipeline(settings, with_web=False).web is None
