@@ -85,11 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         c["kept"] += any(holds_answer(t, gold) for t in kept)
         c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
-        if result.action is not Action.INCORRECT:
-            result.internal_knowledge = pipe._internal(result)
-        if pipe.web is not None and result.action is not Action.CORRECT:
-            result.external_knowledge = pipe._external(result)
-        strips = pipe.reader_strips(result)
+        strips = pipe.reader_strips(pipe.act(result))  # without --web, the web's knowledge is empty
         c["refined"] += any(holds_answer(s.text, gold) for s in strips)
         c["words"] += sum(len(s.text.split()) for s in strips)
         c["web_strips"] += sum(s.source.startswith(("http://", "https://")) for s in strips)

@@ -57,6 +57,7 @@ def pipeline(
     ``with_generator``) builds the web stage of ``settings.web``; without a generator no model
     rewrites the query (``--rewrite model`` falls back to the question's content words).
     """
+    with_web = with_generator if with_web is None else with_web
     if with_generator:
         check_model(settings.model)  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
@@ -67,7 +68,7 @@ def pipeline(
         evaluator=ev,
         thresholds=th,
         generator=gen,
-        web=web_corrector(settings, ev, gen, th) if (with_generator if with_web is None else with_web) else None,
+        web=web_corrector(settings, ev, gen, th) if with_web else None,
         **stage_settings(settings, "retrieval", "action", "refine"),
         **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

@@ -339,6 +339,18 @@ class Pipeline:
         result.supported, result.action = self._judge(result.hits, result.scores, result.in_domain)
         return result
 
+    def act(self, result: Result) -> Result:
+        """The action's knowledge for an evaluated ``result``: Correct refines the kept passages
+        (``internal_knowledge``), Incorrect searches the web (``external_knowledge``), Ambiguous both.
+
+        What the generator then reads of it is :meth:`reader_strips`.
+        """
+        if result.action in (Action.CORRECT, Action.AMBIGUOUS):
+            result.internal_knowledge = self._internal(result)
+        if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
+            result.external_knowledge = self._external(result)
+        return result
+
     def _knows(self, questions: Sequence[str]) -> list[bool | None]:
         """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
         knows = getattr(self.evaluator, "knows", None)
@@ -521,11 +533,7 @@ class Pipeline:
             if seconds:
                 result.timings[stage] = seconds
         if mode == "crag":
-            self.evaluate(question, result)
-            if result.action in (Action.CORRECT, Action.AMBIGUOUS):
-                result.internal_knowledge = self._internal(result)
-            if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
-                result.external_knowledge = self._external(result)
+            self.act(self.evaluate(question, result))
             items = self._knowledge(self._keep_first(result))
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
