@@ -1,0 +1,25 @@
+"""Gold span held by plain RAG k = 3/5/10 passages and by crag's reader knowledge, local and web-only: python ceiling.py KNOWLEDGE.pkl IX."""
+
+import sys
+import pickle
+import statistics as st
+from crag_cli import build
+from crag_cli.match import holds_answer
+from crag_cli.settings import Settings
+from pathlib import Path
+
+res = pickle.load(open(sys.argv[1], "rb"))
+pipe = build.pipeline(Settings(index=Path(sys.argv[2]), web="none"), with_generator=False)
+for place in (True, False):
+    sub = [(q, r) for q, r in res if q["answer_in_local"] == place]
+    out = [f"{'local' if place else 'web-only'} n={len(sub)}"]
+    for k in (3, 5, 10):
+        t = [" ".join(h.passage.text for h in r.hits[:k]) for q, r in sub]
+        out.append(
+            f"k{k}: held {sum(holds_answer(x, q['answers']) for x, (q, r) in zip(t, sub))} words {st.mean(len(x.split()) for x in t):.0f}"
+        )
+    t = [" ".join(s.text for s in pipe.reader_strips(r)) for q, r in sub]
+    out.append(
+        f"crag: held {sum(holds_answer(x, q['answers']) for x, (q, r) in zip(t, sub))} words {st.mean(len(x.split()) for x in t):.0f}"
+    )
+    print(" | ".join(out))
