@@ -57,9 +57,13 @@ for q, r in res:
         "t1-400": (1, 400),
     }.items():
         strips = variant(r, ctx, W)
-        text = " ".join(x.text for x in strips)
         rows.setdefault(name, []).append(
-            (outside, q["answer_in_local"], holds_answer(text, q["answers"]), len(text.split()))
+            (
+                outside,
+                q["answer_in_local"],
+                any(holds_answer(x.text, q["answers"]) for x in strips),
+                sum(len(x.text.split()) for x in strips),
+            )
         )
 for name, v in rows.items():
     o = [x for x in v if x[0]]
