@@ -10,9 +10,13 @@ new passages' counts are joined to the old ones and every weight is
 recomputed at once, in NumPy (bm25s, which tokenizes for crag, can only index
 a whole collection at a time: xhluca/bm25s#5, #98).
 
-The weights are those of bm25s's ``BM25(method="atire", idf_method="robertson")``
-(Okapi BM25 as rank-bm25's ``BM25Okapi``), computed in the same floating-point
-steps; ``tests/test_bm25.py`` checks them against bm25s and rank-bm25.
+The weights are those of bm25s's ``BM25(method="atire", idf_method="lucene")``
+(Okapi BM25's term-frequency saturation, as rank-bm25's ``BM25Okapi``, with
+Lucene's IDF), computed in the same floating-point steps; ``tests/test_bm25.py``
+checks them against bm25s and rank-bm25. Lucene's IDF is positive for every term
+a passage holds, so a folder of one or two passages retrieves them (Robertson's,
+floored at 0, weighed a term held by half the passages or more at 0: a
+one-passage index could never retrieve anything).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class BM25Params:
 
 
 def idf(df: np.ndarray, n: int) -> np.ndarray:
-    """Robertson's idf, ``log((n - df + 0.5) / (df + 0.5))``, floored at 0.
+    """Lucene's idf, ``log(1 + (n - df + 0.5) / (df + 0.5))``: positive for every ``df <= n``.
 
     Parameters
     ----------
@@ -53,11 +57,17 @@ def idf(df: np.ndarray, n: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        float32, one per term; 0 for a term in more than half of the passages
-        (rank-bm25 gives those ``0.25 × mean idf`` instead).
+        float64, one per term; largest for a term no passage holds (``df`` 0).
+
+    Examples
+    --------
+    A term held by the only passage of a collection still counts:
+
+    >>> round(float(idf(np.array([1]), 1)[0]), 4)
+    0.2877
     """
-    inner = (n - df.astype(np.float64) + 0.5) / (df + 0.5)
-    return np.log(np.maximum(inner, 1.0)).astype(np.float32)
+    df = np.asarray(df, dtype=np.float64)
+    return np.log1p((n - df + 0.5) / (df + 0.5))
 
 
 def weights(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, n: int, params: BM25Params = BM25Params()):
@@ -89,7 +99,7 @@ def weights(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, n: int, par
     lengths = np.bincount(indices, weights=tf, minlength=n)  # float64: exact for any realistic count
     avgdl = lengths.mean()
     df = np.diff(indptr)
-    term_idf = idf(df, n)
+    term_idf = idf(df, n).astype(np.float32)  # bm25s keeps its idf in float32
     k1, b = params.k1, params.b
     tf32 = tf.astype(np.float32)
     # bm25s: (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg)) with a float32 tf and a float64 norm
@@ -128,9 +138,8 @@ def count_terms(token_ids: Sequence[Sequence[int]], n_terms: int):
 def term_support(held: np.ndarray, df: np.ndarray, n: int) -> np.ndarray:
     """The share of a query's term weight that each passage holds: lexical support for a retrieved passage.
 
-    A term weighs its IDF in the collection, Lucene's ``log(1 + (n - df + 0.5) /
-    (df + 0.5))``, positive even for a term in most passages and largest for a
-    term that no passage holds (a question about something the collection never
+    A term weighs its IDF in the collection (:func:`idf`), positive even for a
+    term in most passages and largest for a term that no passage holds (a question about something the collection never
     names gets little support from any passage). A passage's support is the
     weight of the terms it holds over the weight of all the query's terms.
 
@@ -157,7 +166,7 @@ def term_support(held: np.ndarray, df: np.ndarray, n: int) -> np.ndarray:
     [0.86, 0.14]
     """
     held = np.asarray(held, dtype=bool)
-    w = np.log1p((n - np.asarray(df, dtype=np.float64) + 0.5) / (np.asarray(df, dtype=np.float64) + 0.5))
+    w = idf(df, n)
     total = w.sum()
     if held.size == 0 or total <= 0:
         return np.zeros(held.shape[0])

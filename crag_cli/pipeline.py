@@ -81,15 +81,30 @@ class Result:
     answer: str | None = None
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
+    not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
     restated: str | None = None  # a first answer that only restated the question, asked again (RESTATED_RETRY)
     prompt_tokens: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
     @property
-    def correct(self) -> bool | None:
-        if not self.answers or self.answer is None:
+    def basis(self) -> str | None:
+        """What the answer rests on: ``knowledge`` (what was read), ``model`` (the model's own memory: nothing
+        was read, under ``no-retrieval`` or ``model_knowledge``) or ``none`` (not found: no answer); ``None``
+        when no answer was asked for or generation failed."""
+        if self.not_found is not None:
+            return "none"
+        if self.answer is None:
             return None
+        return "knowledge" if self.knowledge_used else "model"
+
+    @property
+    def correct(self) -> bool | None:
+        """Whether the answer holds a gold alias; a question not found counts as wrong, a failed one is not graded."""
+        if not self.answers:
+            return None
+        if self.answer is None:
+            return False if self.not_found is not None else None
         return is_correct(self.answer, self.answers)
 
 
@@ -216,6 +231,10 @@ class Pipeline:
         evaluator's domain, :func:`crag_cli.prompts.prompt_task`).
     max_tokens : int, optional
         Tokens to generate (default per task).
+    model_knowledge : bool
+        When nothing is read (no passage kept, no web strip), answer from the
+        generator's own memory (``Result.basis`` "model"); ``False``: no
+        answer, ``Result.not_found`` says why.
     """
 
     def __init__(
@@ -237,6 +256,7 @@ class Pipeline:
         outside_words: int = 0,
         task: str = AUTO,
         max_tokens: int | None = None,
+        model_knowledge: bool = False,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -257,6 +277,7 @@ class Pipeline:
         self.outside_words = outside_words
         self.task = task
         self.max_tokens = max_tokens
+        self.model_knowledge = model_knowledge
         self._scorer = _Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
@@ -549,12 +570,25 @@ class Pipeline:
                 result.evaluator = getattr(self.evaluator, "name", None)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
         result.knowledge_used = items
+        if self.generator is not None and not items and mode != "no-retrieval" and not self.model_knowledge:
+            result.not_found = self._not_found(result)
         if on_knowledge is not None:
             on_knowledge(result)
-        if self.generator is not None:
+        if self.generator is not None and result.not_found is None:
             self._generate(result, items, on_token)
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
+
+    def _not_found(self, result: Result) -> str:
+        """What a user reads instead of an answer when nothing was read (no passage kept, no web strip)."""
+        ext = result.external_knowledge
+        if self.web is None:
+            return "Not found in the indexed documents; web search is off."
+        if ext is None:  # Correct, or plain RAG: the web was not asked
+            return "Not found in the indexed documents."
+        if ext.error:
+            return f"Not found in the indexed documents; the web search failed ({ext.error})."
+        return "Not found in the indexed documents or on the web."
 
     def _ask_again(
         self, result: Result, items: list[KnowledgeItem], task: str

@@ -46,6 +46,8 @@ def to_record(result: Result) -> dict[str, Any]:
         ),
         "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
         "answer": result.answer,
+        "basis": result.basis,
+        **({"not_found": result.not_found} if result.not_found is not None else {}),
         "grounded": result.grounded,
         "restated": result.restated,
         "prompt_tokens": result.prompt_tokens,

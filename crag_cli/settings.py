@@ -203,6 +203,12 @@ class Settings(BaseModel):
     max_tokens: Optional[int] = setting(
         None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192
     )
+    model_knowledge: bool = setting(
+        False,
+        "When nothing is found (no passage read, no web), answer from the model's own memory (basis: model).",
+        "generator",
+        answers=True,
+    )
     n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
     temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)
     seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)

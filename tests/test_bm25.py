@@ -7,7 +7,7 @@ from crag_cli.bm25 import BM25Params, TermMatrix, count_terms, idf
 
 
 def _bm25s(docs, n_terms, params=BM25Params()):
-    reference = bm25s.BM25(k1=params.k1, b=params.b, method="atire", idf_method="robertson")
+    reference = bm25s.BM25(k1=params.k1, b=params.b, method="atire", idf_method="lucene")
     vocab = {f"t{i}": i for i in range(n_terms)}
     reference.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
     return reference.scores
@@ -19,9 +19,12 @@ def test_weights_equal_bm25s_to_the_bit():
         (300, 2000, BM25Params()),
         (20, 50, BM25Params(k1=0.9, b=0.4)),
         (5, 3, BM25Params()),
+        (6, 2, BM25Params()),  # a folder of two passages, and of one
+        (6, 1, BM25Params()),
     ]:
-        docs = [[int(x) for x in rng.integers(0, n_terms, size=rng.integers(0, 60))] for _ in range(n_docs)]
-        docs[0] = []  # a passage without any token still counts in N and in the average length
+        docs = [[int(x) for x in rng.integers(0, n_terms, size=rng.integers(1, 60))] for _ in range(n_docs)]
+        if n_docs > 2:
+            docs[0] = []  # a passage without any token still counts in N and in the average length
         used = sorted({t for d in docs for t in d})
         ref = _bm25s(docs, n_terms, params)
         terms = TermMatrix.from_counts(count_terms(docs, n_terms), [f"t{i}" for i in range(n_terms)], params)
@@ -29,6 +32,7 @@ def test_weights_equal_bm25s_to_the_bit():
         np.testing.assert_array_equal(terms.indptr, ref["indptr"])
         np.testing.assert_array_equal(terms.indices, ref["indices"])
         np.testing.assert_array_equal(terms.weights, ref["data"])  # same float32 values, bit for bit
+        assert (terms.weights > 0).all()  # every term a passage holds weighs something
         assert int(terms.tf.sum()) == sum(len(d) for d in docs) and len(used) == int((np.diff(terms.indptr) > 0).sum())
 
 
@@ -44,9 +48,10 @@ def test_counts_round_trip_and_saved_matrix_loads_mapped(tmp_path):
     np.testing.assert_array_equal(loaded.weights, terms.weights)
 
 
-def test_idf_is_robertsons_floored_at_zero():
-    df = np.array([1, 5, 10, 11])
+def test_idf_is_lucenes_and_positive_for_every_term_a_passage_holds():
+    df = np.array([1, 5, 10, 11, 20])
     got = idf(df, 20)
-    want = [np.log(max((20 - d + 0.5) / (d + 0.5), 1.0)) for d in df]
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert got[-1] == 0 and got.dtype == np.float32
+    want = [np.log(1 + (20 - d + 0.5) / (d + 0.5)) for d in df]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert (got > 0).all() and (np.diff(got) < 0).all()  # rarer weighs more, the commonest still counts
+    assert idf(np.array([1]), 1)[0] > 0 and idf(np.array([1, 2]), 2).min() > 0  # one passage, two passages

@@ -1,4 +1,5 @@
 import json
+import math
 import os
 
 import numpy as np
@@ -17,12 +18,20 @@ def _corpus(tmp_path, texts):
     return d
 
 
+def _doc_freqs(tokens):
+    df = {}
+    for toks in tokens:
+        for t in set(toks):
+            df[t] = df.get(t, 0) + 1
+    return df
+
+
 def _bm25s_of(index):
     """bm25s's BM25 over the index's passages (title and text, as crag indexes them)."""
     import bm25s
 
     texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in index.passages]
-    reference = bm25s.BM25(k1=1.5, b=0.75, method="atire", idf_method="robertson")
+    reference = bm25s.BM25(k1=1.5, b=0.75, method="atire", idf_method="lucene")
     reference.index(TokenizerSettings().tokenize_ids(texts), show_progress=False)
     return reference
 
@@ -32,21 +41,19 @@ def _bm25s_scores(reference, query):
     return reference.get_scores(tokens) if tokens else np.zeros(reference.scores["num_docs"], dtype=np.float32)
 
 
-def test_scores_equal_rank_bm25_okapi_on_the_same_tokens(tmp_path):
+def test_scores_equal_rank_bm25_okapi_with_lucenes_idf_on_the_same_tokens(tmp_path):
     rng = np.random.default_rng(0)
     vocab = [f"term{i}" for i in range(60)]
-    # every term in fewer than half the documents: both libraries then use the same idf
     texts = [" ".join(rng.choice(vocab, size=rng.integers(5, 40))) + "." for _ in range(200)]
+    texts += ["term0 " + t for t in texts[:150]]  # a term in most passages counts too
     build_index(_corpus(tmp_path, texts), tmp_path / "ix")
     index = BM25Index.load(tmp_path / "ix")
     tokens = TokenizerSettings().tokenize([p.text for p in index.passages])
-    df = {}
-    for toks in tokens:
-        for t in set(toks):
-            df[t] = df.get(t, 0) + 1
-    assert max(df.values()) < len(texts) / 2
     reference = BM25Okapi(tokens)
-    for query in ["term1 term7", "term3 term3 term59", "term10 term20 term30 term40"]:
+    n = len(tokens)
+    reference.idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in _doc_freqs(tokens).items()}
+    assert _doc_freqs(tokens)["term0"] > n / 2
+    for query in ["term1 term7", "term3 term3 term59", "term10 term20 term30 term40", "term0 term5"]:
         q = TokenizerSettings().tokenize([query])[0]
         np.testing.assert_allclose(index.scores(query), reference.get_scores(q), rtol=1e-5, atol=1e-5)
 
@@ -74,7 +81,7 @@ def test_manifest_and_unchanged_and_changed(docs_dir, tmp_path):
     first = build_index(docs_dir, out)
     assert first.status == "built"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["format_version"] == 2
+    assert manifest["format_version"] == 3
     assert manifest["passage_count"] == first.passages
     src = {s["path"]: s for s in manifest["sources"]}
     assert src["paris.txt"]["size"] == (docs_dir / "paris.txt").stat().st_size

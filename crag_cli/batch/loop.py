@@ -27,6 +27,8 @@ class Summary:
     graded: int = 0
     correct: int = 0
     ungrounded: int = 0
+    not_found: int = 0
+    from_model: int = 0
     seconds: float = 0.0
     answered_now: int = 0
     lines: int = 0  # the batch's lines, done and to do
@@ -39,6 +41,8 @@ class Summary:
             self.actions[rec.get("action") or rec.get("mode") or "answered"] += 1
         if rec.get("grounded") is False:
             self.ungrounded += 1
+        self.not_found += rec.get("basis") == "none"
+        self.from_model += rec.get("basis") == "model" and rec.get("mode") != "no-retrieval"
         if rec.get("correct") is not None:
             self.graded += 1
             self.correct += bool(rec["correct"])
@@ -51,6 +55,8 @@ class Summary:
             "graded": self.graded,
             "correct": self.correct,
             "ungrounded": self.ungrounded,
+            "not_found": self.not_found,
+            "from_model": self.from_model,
         }
 
     def line(self, resumed: int = 0) -> str:
@@ -60,6 +66,10 @@ class Summary:
         ]
         if self.errors:
             parts.append(f"{self.errors} error record(s)")
+        if self.not_found:
+            parts.append(f"{self.not_found} not found (nothing read: no answer)")
+        if self.from_model:
+            parts.append(f"{self.from_model} answered from the model's memory (nothing read)")
         if self.ungrounded:
             parts.append(f"{self.ungrounded} answer(s) not found in their knowledge (grounded: false)")
         if self.graded:

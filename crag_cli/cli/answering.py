@@ -237,8 +237,10 @@ def _show_knowledge(result) -> None:
             notes.append(f"web query: {ext.query}")
         if ext.error:
             notes.append(f"web: {ext.error}")
-    if not result.knowledge_used:
-        notes.append("no knowledge: answering without documents")
+    if result.not_found is not None:
+        notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
+    elif not result.knowledge_used:
+        notes.append("no knowledge: answering from the model's own memory, not from documents")
     if err.is_terminal:
         err.print(Panel("\n".join(lines) or "(none)", title=f"action: {action}", border_style="cyan"), markup=False)
         err.print(Panel("\n".join(sources + notes) or "(none)", title="sources", border_style="dim"), markup=False)
@@ -285,7 +287,7 @@ def ask(
     if json_out:
         typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1, allow_nan=False))
     else:
-        sys.stdout.write("\n")
+        sys.stdout.write((result.not_found or "") + "\n")
         sys.stdout.flush()
         if result.restated is not None:
             err.print(

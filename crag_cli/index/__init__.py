@@ -1,10 +1,10 @@
 """The local BM25 index: build (atomically, with a manifest), load, search.
 
-The scoring is Okapi BM25 as in rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75,
-term frequency saturated as ``tf·(k1+1) / (tf + k1·(1-b+b·|d|/avgdl))``,
-idf ``log((N-df+0.5)/(df+0.5))``), with bm25s's tokenizer and weights (see
-:mod:`crag_cli.bm25`). The one difference: a term in more than half of the
-passages gets idf 0 here, where rank-bm25 gives it ``0.25 × mean idf``.
+The scoring is Okapi BM25's (k1=1.5, b=0.75, term frequency saturated as
+``tf·(k1+1) / (tf + k1·(1-b+b·|d|/avgdl))``) with Lucene's idf
+``log(1 + (N-df+0.5)/(df+0.5))``, positive for every term a passage holds (an
+index of one passage retrieves it), with bm25s's tokenizer and weights (see
+:mod:`crag_cli.bm25`).
 
 On disk an index is a directory::
 

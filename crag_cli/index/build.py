@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses 
 from .format import (
     BM25_DIR,
     FORMAT_VERSION,
+    REUSABLE_VERSIONS,
     INDEX_ENTRIES,
     MANIFEST,
     PASSAGE_OFFSETS,
@@ -125,7 +126,7 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
     if not is_crag_index(index_dir):
         return None
     try:
-        manifest = read_manifest(index_dir)
+        manifest = read_manifest(index_dir, REUSABLE_VERSIONS)
         if (
             manifest.get("passage_words") != passage_words
             or manifest.get("tokenizer") != asdict(tokenizer)

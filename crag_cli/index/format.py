@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses 
     pass
 
 
-FORMAT_VERSION = 2  # 1: bm25s's score matrix without term counts (read by no crag since 2)
+FORMAT_VERSION = 3  # 3: Lucene's idf; 2: Robertson's (its term counts are reused); 1: no term counts
+REUSABLE_VERSIONS = (2, FORMAT_VERSION)  # indexes whose passages and term counts a rebuild takes over
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 PASSAGE_OFFSETS = "passages.offsets.npy"
@@ -190,8 +191,8 @@ def is_crag_index(path: Path) -> bool:
     )
 
 
-def read_manifest(index_dir: Path) -> dict:
-    """Read and check ``manifest.json``; raise :class:`IndexUnusableError` with a clear message."""
+def read_manifest(index_dir: Path, versions: tuple[int, ...] = (FORMAT_VERSION,)) -> dict:
+    """Read and check ``manifest.json`` (its format one of ``versions``); a clear :class:`IndexUnusableError` if not."""
     path = Path(index_dir) / MANIFEST
     if not Path(index_dir).is_dir():
         try:
@@ -207,7 +208,7 @@ def read_manifest(index_dir: Path) -> dict:
         raise IndexUnusableError(f"{index_dir} is not a crag index (no {MANIFEST})") from None
     except (OSError, ValueError) as exc:
         raise IndexUnusableError(f"corrupt index at {index_dir}: cannot read {MANIFEST} ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+    if not isinstance(manifest, dict) or manifest.get("format_version") not in versions:
         found = manifest.get("format_version") if isinstance(manifest, dict) else None
         raise IndexUnusableError(
             f"index at {index_dir} has format version {found!r}, this crag reads {FORMAT_VERSION}: re-run crag index"
