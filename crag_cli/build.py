@@ -25,7 +25,11 @@ def evaluator(settings: Settings) -> Evaluator:
     return ev
 
 
-PROMPT_SETTINGS = ("task", "max_tokens", "model_knowledge")  # generator settings that the pipeline uses (the prompt and its answer)
+PROMPT_SETTINGS = (
+    "task",
+    "max_tokens",
+    "model_knowledge",
+)  # generator settings that the pipeline uses (the prompt and its answer)
 
 
 def generator(settings: Settings) -> LlamaGenerator:
