@@ -18,6 +18,7 @@ from .match import holds_answer, is_grounded, new_words, restates
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
+from .reading import ActionReading, Evidence, ReadingPolicy
 from .prompts import (
     AUTO,
     MAX_TOKENS,
@@ -31,11 +32,8 @@ from .prompts import (
 from .refine import (
     KnowledgeSource,
     Strip,
-    distinct,
     refine,
     strip_pieces,
-    strongest_first,
-    within_words,
 )
 from .web import ExternalKnowledge, WebCorrector
 
@@ -78,6 +76,7 @@ class Result:
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
+    reading: str | None = None  # why the reader read what it did (the reading policy's words; crag mode)
     answer: str | None = None
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
@@ -115,6 +114,18 @@ def is_correct(answer: str, gold: Sequence[str]) -> bool:
     :func:`crag_cli.match.holds_answer`.
     """
     return holds_answer(answer, gold)
+
+
+def evidence(result: Result) -> Evidence:
+    """What the reading policy is given of an evaluated and acted-on ``result``."""
+    return Evidence(
+        action=result.action,
+        scores=list(result.scores),
+        supported=result.supported,
+        in_domain=result.in_domain,
+        internal=list(result.internal_knowledge or []),
+        external=list(result.external_knowledge.strips) if result.external_knowledge else [],
+    )
 
 
 class _HeldBack:
@@ -235,6 +246,9 @@ class Pipeline:
         When nothing is read (no passage kept, no web strip), answer from the
         generator's own memory (``Result.basis`` "model"); ``False``: no
         answer, ``Result.not_found`` says why.
+    reading : ReadingPolicy, optional
+        What the reader reads of the action's knowledge (:mod:`crag_cli.reading`);
+        default: crag's rule with the settings above (:attr:`reading`).
     """
 
     def __init__(
@@ -257,6 +271,7 @@ class Pipeline:
         task: str = AUTO,
         max_tokens: int | None = None,
         model_knowledge: bool = False,
+        reading: ReadingPolicy | None = None,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -278,6 +293,7 @@ class Pipeline:
         self.task = task
         self.max_tokens = max_tokens
         self.model_knowledge = model_knowledge
+        self._reading = reading
         self._scorer = _Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
@@ -418,59 +434,27 @@ class Pipeline:
                 self.ranking,
             )
 
-    def reader_strips(self, result: Result) -> list[Strip]:
-        """The strips the generator reads for this result, in reading order (before the prompt's token fit).
-
-        Passages kept whole keep their retrieval order: the evaluator has
-        chosen which are kept (:meth:`_kept`), and the index's ranking of the
-        user's own documents is the one that holds out of the evaluator's
-        domain (on COVID-QA's diagnosis part it put a passage holding the
-        answer first for 57 local questions of 121 where the fused ranking put
-        one first for 38; on PopQA's 67 and 73 of 103, with the same passages
-        read: ``benchmarks/results/knowledge-recall/README.md``). Strips cut
-        from passages (``refine``) and from web pages are ranked by the
-        pipeline's ranking.
-
-        Correct reads the first ``strips_correct`` of its passages and
-        Incorrect the first ``strips`` of the web's strips, each within
-        ``knowledge_words`` words (at least one strip). Ambiguous reads both,
-        one after the other (the paper's "combine both"), so that neither
-        source's words crowd out the other's: first the leading source's first
-        ``strips_correct`` strips within ``knowledge_words``, then the other
-        source's first ones up to ``strips`` in all, within ``knowledge_words``
-        of their own. The passages lead when one of them has lexical support
-        (the folder's words answer the question) or scores at least the upper
-        threshold (a question out of the evaluator's domain: ``domain_guard``),
-        else the web's strips. A question outside the evaluator's domain whose
-        passages lead reads them as plain RAG does (``outside_words``): the kept
-        passages up to that many words, then the web's share of the domain's
-        rule (``strips`` less the passages' ``strips_correct``). A
-        strip repeating an earlier one's text is left out
-        (:func:`crag_cli.refine.distinct`).
-        """
-        internal = list(result.internal_knowledge or [])
-        if self.refine_knowledge:
-            internal = strongest_first(internal, self.ranking)
-        external = strongest_first(
-            list(result.external_knowledge.strips) if result.external_knowledge else [], self.ranking
+    @property
+    def reading(self) -> ReadingPolicy:
+        """The reading policy: the one given, else crag's rule (:class:`crag_cli.reading.ActionReading`)
+        with this pipeline's settings."""
+        if self._reading is not None:
+            return self._reading
+        return ActionReading(
+            strips=self.strips,
+            strips_correct=self.strips_correct,
+            knowledge_words=self.knowledge_words,
+            outside_words=self.outside_words,
+            domain_guard=self.domain_guard,
+            upper=self.thresholds.upper,
+            refined=self.refine_knowledge,
+            ranking=self.ranking,
         )
-        if result.action is not Action.AMBIGUOUS:
-            only = internal if result.action is Action.CORRECT else external
-            return within_words(distinct(only)[: self._top(result.action)], self.knowledge_words)
-        vouched = bool(result.scores) and max(result.scores) >= self.thresholds.upper  # Correct but for the domain
-        passages_lead = result.supported or vouched
-        lead, other = (internal, external) if passages_lead else (external, internal)
-        if passages_lead and self._outside(result):
-            first = within_words(distinct(lead), self.outside_words)
-        else:
-            first = within_words(distinct(lead)[: self._top(Action.CORRECT)], self.knowledge_words)
-        others = self.strips - min(len(first), self._top(Action.CORRECT))  # the other source's share, either way
-        rest = distinct(first + other)[len(first) :]
-        return first + within_words(rest[:others], self.knowledge_words)
 
-    def _outside(self, result: Result) -> bool:
-        """Whether ``result``'s passages are read as plain RAG reads them (``outside_words``): out of the domain."""
-        return bool(self.outside_words) and self.domain_guard and result.in_domain is False
+    def reader_strips(self, result: Result) -> list[Strip]:
+        """The strips the generator reads for this result, in reading order (before the prompt's token fit):
+        the reading policy's choice (:attr:`reading`) of the action's knowledge."""
+        return self.reading.read(evidence(result)).strips
 
     def _top(self, action: Action) -> int:
         """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""
@@ -483,7 +467,8 @@ class Pipeline:
         Returns them in reading order, the order the prompt shows (fused ranks
         depend on the set ranked, so the kept strips are not ranked again).
         """
-        chosen = self.reader_strips(result)
+        reading = self.reading.read(evidence(result))
+        chosen, result.reading = reading.strips, reading.why
         kept = {id(s) for s in chosen}
         if result.internal_knowledge is not None:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]

@@ -45,6 +45,7 @@ def to_record(result: Result) -> dict[str, Any]:
             [s.to_dict() for s in result.internal_knowledge] if result.internal_knowledge is not None else None
         ),
         "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
+        "reading": result.reading,
         "answer": result.answer,
         "basis": result.basis,
         **({"not_found": result.not_found} if result.not_found is not None else {}),

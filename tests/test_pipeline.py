@@ -416,3 +416,30 @@ def test_correct_keeps_a_supported_passage_the_evaluator_is_lukewarm_about():
         )
         result = pipe.run("What is Ole Krarup's occupation?")
         assert result.action is Action.CORRECT and len(result.internal_knowledge) == kept, share
+
+
+def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_and_a_benchmark_can_swap_it():
+    from crag_cli.reading import ActionReading, Evidence, Reading
+
+    class LastOnly:
+        def __init__(self):
+            self.seen: list[Evidence] = []
+
+        def read(self, evidence: Evidence) -> Reading:
+            self.seen.append(evidence)
+            return Reading(evidence.internal[-1:], "the last kept passage")
+
+    gen = FakeGenerator("politician")
+    scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
+    policy = LastOnly()
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, reading=policy)
+    result = pipe.run("What is Ole Krarup's occupation?")
+    assert result.action is Action.CORRECT and policy.seen[0].action is Action.CORRECT
+    assert [len(policy.seen[0].internal), policy.seen[0].external] == [2, []]
+    lines = reference(gen)
+    assert len(lines) == 1 and "European Parliament" in lines[0]
+    assert result.internal_knowledge and len(result.internal_knowledge) == 1  # the record shows what was read
+    assert to_record(result)["reading"] == "the last kept passage"
+    # without a policy, crag's own rule with the pipeline's settings
+    default = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
+    assert default.reading == ActionReading(strips=5, strips_correct=2, upper=TH.upper)
