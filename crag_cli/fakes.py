@@ -84,13 +84,15 @@ class FakeWeb:
 class FakeGenerator:
     """Replies ``reply``, streamed word by word; remembers the messages it was given.
 
-    ``reply`` may be a sequence: each call replies the next one (the last one from then on).
+    ``reply`` may be a sequence: each call replies the next one (the last one from then on). Every
+    generated piece gets the log-probability ``logprob`` (a reply's confidence).
     """
 
     model = "fake"
 
-    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096) -> None:
+    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096, logprob: float = -0.1) -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
+        self.logprob = logprob
         self.messages: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
@@ -107,4 +109,4 @@ class FakeGenerator:
         for i, piece in enumerate(pieces):
             if on_token is not None:
                 on_token(piece if i == 0 else " " + piece)
-        return Generation(reply, self.count_tokens(messages), len(pieces))
+        return Generation(reply, self.count_tokens(messages), len(pieces), [self.logprob] * len(pieces))

@@ -14,7 +14,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -31,9 +31,19 @@ class ModelError(CragError):
 
 @dataclass
 class Generation:
+    """A reply: its text, the prompt's tokens (``reused``: served from the cache of the previous prompt)
+    and each generated token's log-probability (the top token's: the one greedy decoding takes)."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
+    logprobs: list[float] = field(default_factory=list)
+    reused_tokens: int = 0
+
+    @property
+    def confidence(self) -> float:
+        """The mean log-probability of the generated tokens (0: sure; ``-inf`` when nothing is known)."""
+        return sum(self.logprobs) / len(self.logprobs) if self.logprobs else float("-inf")
 
 
 class Generator(Protocol):
@@ -248,6 +258,7 @@ class LlamaGenerator:
         self.threads = threads
         self._llm = None
         self._formatter = None
+        self._last_prompt: list[int] = []  # llama.cpp keeps its KV cache of the prompt a next one shares
         self.model_path: Path | None = None
 
     def fork(self, n_ctx: int | None = None) -> "LlamaGenerator":
@@ -353,11 +364,16 @@ class LlamaGenerator:
             raise ModelError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx {self.n_ctx}")
         from llama_cpp import LogitsProcessorList
 
-        steps = [0]
+        import numpy as np
 
-        def count_steps(input_ids, scores):  # called once per sampled token
-            steps[0] += 1
+        logprobs: list[float] = []
+
+        def top_logprob(input_ids, scores):  # called once per sampled token
+            logprobs.append(-float(np.log(np.exp(scores - scores.max()).sum())))
             return scores
+
+        reused = _common_prefix(self._last_prompt, tokens)
+        self._last_prompt = tokens
 
         stream = self._llm.create_completion(
             tokens,
@@ -367,7 +383,7 @@ class LlamaGenerator:
             stop=[self._eos] if self._eos else [],
             stopping_criteria=response.stopping_criteria,
             stream=True,
-            logits_processor=LogitsProcessorList([count_steps]),
+            logits_processor=LogitsProcessorList([top_logprob]),
         )
         pieces: list[str] = []
         for chunk in stream:
@@ -376,7 +392,17 @@ class LlamaGenerator:
                 pieces.append(piece)
                 if on_token is not None:
                     on_token(piece)
-        return Generation("".join(pieces), len(tokens), steps[0])
+        return Generation("".join(pieces), len(tokens), len(logprobs), logprobs, reused)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share, at most ``len(b) - 1`` (llama.cpp always evaluates the last)."""
+    n = 0
+    for x, y in zip(a, b[:-1]):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 _VOCAB_BPE = 2  # llama.cpp's LLAMA_VOCAB_TYPE_BPE

@@ -18,7 +18,7 @@ from .match import holds_answer, is_grounded, new_words, restates
 from .evaluator import Evaluator
 from .generator import Generator
 from .index import Hit, Retriever
-from .reading import ActionReading, Evidence, ReadingPolicy
+from .reading import ActionReading, Evidence, ProgressiveReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
     MAX_TOKENS,
@@ -83,6 +83,9 @@ class Result:
     not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
     restated: str | None = None  # a first answer that only restated the question, asked again (RESTATED_RETRY)
     prompt_tokens: int | None = None
+    read_more: bool | None = None  # progressive reading: the first part's answer did not stand, all was read
+    confidence: float | None = None  # progressive reading: the first answer's mean token log-probability
+    reused_tokens: int | None = None  # the last prompt's tokens served from the model's cache (a shared prefix)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -249,6 +252,10 @@ class Pipeline:
     reading : ReadingPolicy, optional
         What the reader reads of the action's knowledge (:mod:`crag_cli.reading`);
         default: crag's rule with the settings above (:attr:`reading`).
+    read_first, min_confidence
+        With ``read_first`` words (0: off), the default policy reads that many
+        words of passages first, and the rest only when that answer is not in
+        them with at least ``min_confidence`` (:class:`crag_cli.reading.ProgressiveReading`).
     """
 
     def __init__(
@@ -272,6 +279,8 @@ class Pipeline:
         max_tokens: int | None = None,
         model_knowledge: bool = False,
         reading: ReadingPolicy | None = None,
+        read_first: int = 0,
+        min_confidence: float = -0.3,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -294,6 +303,7 @@ class Pipeline:
         self.max_tokens = max_tokens
         self.model_knowledge = model_knowledge
         self._reading = reading
+        self.read_first, self.min_confidence = read_first, min_confidence
         self._scorer = _Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
@@ -440,7 +450,7 @@ class Pipeline:
         with this pipeline's settings."""
         if self._reading is not None:
             return self._reading
-        return ActionReading(
+        rule = ActionReading(
             strips=self.strips,
             strips_correct=self.strips_correct,
             knowledge_words=self.knowledge_words,
@@ -450,6 +460,7 @@ class Pipeline:
             refined=self.refine_knowledge,
             ranking=self.ranking,
         )
+        return ProgressiveReading(rule, self.read_first, self.min_confidence) if self.read_first else rule
 
     def reader_strips(self, result: Result) -> list[Strip]:
         """The strips the generator reads for this result, in reading order (before the prompt's token fit):
@@ -460,21 +471,21 @@ class Pipeline:
         """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""
         return min(self.strips, self.strips_correct) if action is Action.CORRECT else self.strips
 
-    def _keep_first(self, result: Result) -> list[Strip]:
+    def _keep_first(self, result: Result) -> Reading:
         """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.
 
         The result keeps only those, so its record shows what the generator read.
-        Returns them in reading order, the order the prompt shows (fused ranks
+        Returns the policy's reading: the strips in reading order, the order the prompt shows (fused ranks
         depend on the set ranked, so the kept strips are not ranked again).
         """
         reading = self.reading.read(evidence(result))
-        chosen, result.reading = reading.strips, reading.why
-        kept = {id(s) for s in chosen}
+        result.reading = reading.why
+        kept = {id(s) for s in reading.strips}
         if result.internal_knowledge is not None:
             result.internal_knowledge = [s for s in result.internal_knowledge if id(s) in kept]
         if result.external_knowledge is not None:
             result.external_knowledge.strips = [s for s in result.external_knowledge.strips if id(s) in kept]
-        return chosen
+        return reading
 
     def _knowledge(self, chosen: Sequence[Strip]) -> list[KnowledgeItem]:
         """CRAG's knowledge for the prompt: the kept strips (internal and external) in reading order.
@@ -534,13 +545,15 @@ class Pipeline:
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
+        reading = None
         ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode == "crag" else (0.0, 0.0)
         for stage, seconds in zip(("evaluate", "refine"), ahead):
             if seconds:
                 result.timings[stage] = seconds
         if mode == "crag":
             self.act(self.evaluate(question, result))
-            items = self._knowledge(self._keep_first(result))
+            reading = self._keep_first(result)
+            items = self._knowledge(reading.strips)
         elif mode in ("rag", "rag+web"):
             with _Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)
@@ -560,7 +573,10 @@ class Pipeline:
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            self._generate(result, items, on_token)
+            if reading is not None and reading.first and reading.first < len(items):
+                self._generate_progressively(result, items, reading, on_token)
+            else:
+                self._generate(result, items, on_token)
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
 
@@ -583,20 +599,43 @@ class Pipeline:
         ``None`` when that generation fails or answers nothing: the first answer then stands.
         """
         try:
-            answer, kept, tokens = self._ask(result.question, items, task)
+            answer, kept, gen = self._ask(result.question, items, task)
         except Exception:  # the first answer stands; a model that fails again fails the next question
             return None
-        return (answer, kept, tokens) if answer else None
+        return (answer, kept, gen.prompt_tokens) if answer else None
 
-    def _ask(
-        self, question: str, items: list[KnowledgeItem], task: str, on_token=None
-    ) -> tuple[str, list[KnowledgeItem], int]:
-        """One generation: ``task``'s prompt fitted to ``n_ctx``, the cleaned answer, the knowledge kept, the prompt's tokens."""
+    def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
+        """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
+        :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
         max_tokens = self.max_tokens or MAX_TOKENS[task]
         budget = self.generator.n_ctx - max_tokens
         messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
         gen = self.generator.generate(messages, max_tokens, on_token)
-        return clean_answer(gen.text, task), kept, gen.prompt_tokens
+        return clean_answer(gen.text, task), kept, gen
+
+    def _generate_progressively(self, result: Result, items: list[KnowledgeItem], reading: Reading, on_token) -> None:
+        """Answer from ``reading.first`` items; read all of them (the same prompt, extended) unless that answer
+        occurs in them and is confident (:class:`crag_cli.reading.Reading`). ``prompt_tokens`` counts both
+        prompts, ``reused_tokens`` the second's tokens served from the model's cache."""
+        task = result.prompt_task or result.task
+        with _Timer(result.timings, "generate"):
+            try:
+                answer, kept, gen = self._ask(result.question, items[: reading.first], task)
+            except Exception as exc:
+                result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                return
+        result.confidence = round(gen.confidence, 4)
+        sure = bool(answer) and gen.confidence >= reading.min_confidence and not restates(answer, result.question)
+        if sure and is_grounded(answer, [k.text for k in kept]):
+            result.answer, result.knowledge_used, result.prompt_tokens = answer, kept, gen.prompt_tokens
+            result.read_more, result.grounded = False, True
+            if on_token is not None:
+                on_token(answer)
+            return
+        result.read_more = True
+        self._generate(result, items, on_token)
+        if result.prompt_tokens is not None:
+            result.prompt_tokens += gen.prompt_tokens
 
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
@@ -610,9 +649,8 @@ class Pipeline:
             try:
                 retry = RESTATED_RETRY.get(task) if items else None
                 held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
-                result.answer, kept, result.prompt_tokens = self._ask(
-                    result.question, items, task, on_token if held is None else held
-                )
+                result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
+                result.prompt_tokens, result.reused_tokens = gen.prompt_tokens, gen.reused_tokens or None
                 result.knowledge_used = kept
                 retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = (

@@ -35,10 +35,18 @@ class Evidence:
 
 @dataclass
 class Reading:
-    """The strips the reader reads, in reading order, and why (a few words for a user and a benchmark)."""
+    """The strips the reader reads, in reading order, and why (a few words for a user and a benchmark).
+
+    With ``first``, the reader reads ``strips[:first]`` first and stands by that
+    answer when it occurs in them and its mean token log-probability is at
+    least ``min_confidence``; otherwise it reads every strip (the same prompt
+    extended: the model's cache of the first part is reused).
+    """
 
     strips: list[Strip]
     why: str
+    first: int | None = None
+    min_confidence: float = 0.0
 
 
 class ReadingPolicy(Protocol):
@@ -104,3 +112,28 @@ class ActionReading:
             else ""
         )
         return Reading(first + within_words(rest[:others], self.knowledge_words), why)
+
+
+@dataclass(frozen=True)
+class ProgressiveReading:
+    """Read a little first, more only when the reader's answer is not clearly in it.
+
+    ``base`` chooses the strips and their order; the first part is its leading
+    strips within ``first_words`` words when they are passages (a question the
+    web leads reads every strip at once). The answer to the first part stands
+    when it occurs in it and its mean token log-probability is at least
+    ``min_confidence`` (:class:`Reading`).
+    """
+
+    base: ReadingPolicy
+    first_words: int = 300
+    min_confidence: float = -0.3
+
+    def read(self, evidence: Evidence) -> Reading:
+        reading = self.base.read(evidence)
+        passages = {id(s) for s in evidence.internal}
+        first = len(within_words(reading.strips, self.first_words))
+        if first >= len(reading.strips) or not all(id(s) in passages for s in reading.strips[:first]):
+            return reading
+        why = f"{reading.why}; the first {first} first, the rest if the answer is not clearly in them"
+        return Reading(reading.strips, why, first, self.min_confidence)

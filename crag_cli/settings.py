@@ -185,6 +185,22 @@ class Settings(BaseModel):
         ge=0,
         le=100000,
     )
+    read_first: int = setting(
+        0,
+        "Experimental: words of passages read first; the rest only if that answer is not confidently in them.",
+        "refine",
+        answers=True,
+        ge=0,
+        le=100000,
+    )
+    min_confidence: float = setting(
+        -0.3,
+        "With --read-first: the first answer's least mean token log-probability to stand by it.",
+        "refine",
+        answers=True,
+        ge=-100,
+        le=0,
+    )
     model: str = setting(
         DEFAULT_MODEL,
         "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",

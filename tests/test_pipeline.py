@@ -443,3 +443,33 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
     # without a policy, crag's own rule with the pipeline's settings
     default = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     assert default.reading == ActionReading(strips=5, strips_correct=2, upper=TH.upper)
+
+
+def test_progressive_reading_stands_by_a_confident_answer_found_in_the_first_passages_and_else_reads_on():
+    from crag_cli.reading import ActionReading, ProgressiveReading
+
+    scores = {"politician": 0.6, "European Parliament": 0.9, "seal": 0.7}
+    base = ActionReading(strips=3, strips_correct=3, upper=TH.upper)
+    question = "What is Ole Krarup's occupation?"
+    # each passage is about 18 words: the first part holds one passage (20 words)
+    policy = ProgressiveReading(base, first_words=20, min_confidence=-0.5)
+    sure = FakeGenerator("Swedish seal hunter", logprob=-0.1)
+    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, sure, reading=policy).run(question)
+    assert len(sure.messages) == 1 and len(reference(sure)) == 1  # read the first passage only
+    assert result.answer == "Swedish seal hunter" and result.read_more is False and result.grounded is True
+    assert to_record(result)["read_more"] is False and len(result.knowledge_used) == 1
+
+    unsure = FakeGenerator(["Swedish seal hunter", "politician"], logprob=-0.9)
+    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, unsure, reading=policy).run(question)
+    assert len(unsure.messages) == 2 and len(reference(unsure)) == 3  # not confident: read on, all three
+    assert result.answer == "politician" and result.read_more is True and result.confidence == -0.9
+    assert result.prompt_tokens == sum(unsure.count_tokens(m) for m in unsure.messages)
+    first, second = (m[1]["content"] for m in unsure.messages)
+    assert second.startswith(first[: first.index("REFERENCE>>>")])  # the same prompt, extended
+
+    elsewhere = FakeGenerator(["sailor", "politician"], logprob=-0.1)  # sure, but not in what it read
+    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, elsewhere, reading=policy).run(question)
+    assert result.read_more is True and result.answer == "politician"
+    # the settings --read-first and --min-confidence make the same policy
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, sure, strips=3, strips_correct=3, read_first=20)
+    assert pipe.reading == ProgressiveReading(base, 20, -0.3)
