@@ -182,9 +182,9 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
 def test_synthetic_questions_that_do_not_find_their_passage_are_dropped(built_index):
     index = BM25Index.load(built_index)
     vague = FakeGenerator(
-        "Question: Which city was it?\nAnswer: Berlin"
-    )  # names nothing: Berlin's passage is not found
-    assert not any(h.passage.id for h in index.search("Which city was it?", 5) if "Berlin" in h.passage.text)
+        "Question: Which painter was it?\nAnswer: Berlin"
+    )  # names nothing of Berlin's passage: it is not found
+    assert not any(h.passage.id for h in index.search("Which painter was it?", 5) if "Berlin" in h.passage.text)
     pairs, counts = synthetic_pairs(index, vague, n=100, top_k=5, seed=0)
     assert pairs == [] and counts["dropped_not_retrieved"] >= 1 and counts["kept"] == 0
     named = FakeGenerator("Question: Which city is the capital of Germany?\nAnswer: Berlin")
