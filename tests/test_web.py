@@ -130,6 +130,40 @@ def test_searxng_backend(web):
         SearxngBackend(f"http://127.0.0.1:{dead}").search("x", 3)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b'{"results": 5}', b'{"results": null}', b'{"results": true}', b'{"results": 1e999}', b"null", b"[]"]
+    + [b'{"results": "http://a.org/"}', b'{"results": {"url": "http://a.org/"}}', b'{"results": [' + b"[" * 10**5],
+)
+def test_a_searxng_answer_without_a_results_list_is_a_search_failure(body):
+    with LocalWeb(search_body=body) as server:
+        with pytest.raises(SearchError, match="SearxNG answer is not its JSON results format"):
+            SearxngBackend(server.url).search("x", 3)
+
+
+def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
+    rows = [
+        5,
+        None,
+        "http://a.org/",
+        ["http://a.org/"],
+        {"title": "no url"},
+        {"url": 7, "title": "a number"},
+        {"url": "http://a.org/\ud800", "title": "a lone surrogate"},
+        {"url": "http://a.org/1", "title": 5, "content": ["x"]},
+        {"url": "http://a.org/2", "title": "Two", "content": "snippet \udc00", "score": {"deep": [1e999]}},
+        {"url": "http://a.org/3", "title": "Three", "content": "fine"},
+    ]
+    body = ('{"query": "x \\udfff", "results": ' + json.dumps(rows).replace("\\\\u", "\\u") + "}").encode()
+    with LocalWeb(search_body=body) as server:
+        results = SearxngBackend(server.url).search("x", 10)
+    assert [(r.url, r.title, r.snippet) for r in results] == [
+        ("http://a.org/1", "", ""),
+        ("http://a.org/2", "Two", ""),
+        ("http://a.org/3", "Three", "fine"),
+    ]
+
+
 def test_ddgs_contract_real_parser_against_local_server(web):
     backend = DdgsBackend(endpoint=f"{web.url}/html/", timeout=5)
     results = backend.search("zorblat quintana", 2)
@@ -292,3 +326,30 @@ def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     assert rec["action"] == "ambiguous" and rec["internal_knowledge"]
     assert "search failed: SearxNG unreachable" in rec["external_knowledge"]["error"]
     assert rec["answer"] is not None
+
+
+def test_a_searxng_answer_without_a_results_list_never_crashes_ask(built_index, tiny_gguf):
+    with LocalWeb(search_body=b'{"results": 5}') as server:
+        r = _ask(
+            "capital of Germany?",
+            "--index",
+            built_index,
+            "--model",
+            tiny_gguf,
+            "--upper",
+            "1",
+            "--lower",
+            "-1",
+            "--web",
+            "searxng",
+            "--searxng-url",
+            server.url,
+            "--max-tokens",
+            "4",
+            "--no-cache",
+            "--json",
+        )
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["action"] == "ambiguous" and rec["internal_knowledge"] and rec["answer"] is not None
+    assert "search failed: SearxNG answer is not its JSON results format" in rec["external_knowledge"]["error"]

@@ -54,16 +54,34 @@ class SearxngBackend:
                 f"SearxNG answered HTTP {resp.status_code}"
                 + (" (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else "")
             )
-        try:
-            data = jsonl.parse(resp.content, first=True)  # a hostile answer: deep nesting, huge numbers, surrogates
-            rows = data["results"]
-        except (ValueError, KeyError, TypeError):
-            raise SearchError("SearxNG answer is not its JSON results format") from None
-        out = []
-        for row in rows:
-            if isinstance(row, dict) and isinstance(row.get("url"), str):
-                out.append(SearchResult(row["url"], str(row.get("title") or ""), str(row.get("content") or "")))
-        return out[:k]
+        return searxng_results(resp.content)[:k]
+
+
+def searxng_results(body: bytes) -> list[SearchResult]:
+    """The results of a SearxNG JSON answer, in order.
+
+    A hostile or broken answer (not JSON, deep nesting, huge numbers, no
+    ``results`` list) is a :class:`SearchError`; a row that is not an object
+    with a ``url`` string of valid Unicode is dropped (the others are kept), and
+    a ``title`` or ``content`` that is not such a string is taken as empty.
+    """
+    try:
+        data = jsonl.parse(body, first=True, check_strings=False)  # strings are checked row by row below
+    except jsonl.BadLine as exc:
+        raise SearchError(f"SearxNG answer is not its JSON results format ({exc})") from None
+    rows = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise SearchError("SearxNG answer is not its JSON results format (no results list)")
+
+    def text(row: dict, key: str) -> str:
+        value = row.get(key)
+        return value if isinstance(value, str) and jsonl.valid_unicode(value) else ""
+
+    return [
+        SearchResult(text(row, "url"), text(row, "title"), text(row, "content"))
+        for row in rows
+        if isinstance(row, dict) and text(row, "url")
+    ]
 
 
 class DdgsBackend:
