@@ -1,5 +1,6 @@
 import json
 import socket
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -162,6 +163,14 @@ def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
         ("http://a.org/2", "Two", ""),
         ("http://a.org/3", "Three", "fine"),
     ]
+
+
+def test_a_searxng_answer_that_drips_ends_at_the_whole_request_limit(web):
+    """A byte every 0.3 s never trips the 1 s read timeout: the whole answer has twice it, as a page has."""
+    start = time.monotonic()
+    with pytest.raises(SearchError, match="did not answer within 2 s"):
+        SearxngBackend(f"{web.url}/drip", timeout=1.0).search("x", 3)
+    assert time.monotonic() - start < 4
 
 
 def test_ddgs_contract_real_parser_against_local_server(web):

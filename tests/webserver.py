@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 for the web tests: SearxNG JSON API (or a given answer), DuckDuckGo-style
+"""A real HTTP server on 127.0.0.1 for the web tests: SearxNG JSON API (a given answer, or one that drips), DuckDuckGo-style
 HTML results, pages."""
 
 from __future__ import annotations
@@ -50,6 +50,15 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.server.requests.append((self.path, self.headers.get("User-Agent", "")))
+        if parts.path == "/drip/search":  # a SearxNG that never finishes its answer: a byte every 0.3 s
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            for _ in range(100):
+                self.wfile.write(b" ")
+                time.sleep(0.3)
+            return None
         if parts.path == "/search" and self.server.search_body is not None:
             return self._send(200, "application/json", self.server.search_body)
         if parts.path == "/search":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 from urllib.parse import urlsplit
 
 from .. import jsonl
 from ..errors import CragError
-from .fetch import USER_AGENT, check_url
+from .fetch import USER_AGENT, check_url, whole_limit
 from .types import SearchResult
 
 DDGS_ENGINE = "duckduckgo"
@@ -30,31 +31,38 @@ class SearxngBackend:
         self.allow_private = allow_private
 
     def search(self, query: str, k: int) -> list[SearchResult]:
-        import httpx
-
         endpoint = f"{self.url}/search"
         problem = check_url(endpoint, self.allow_private, trusted_hosts=(urlsplit(self.url).hostname or "",))
         if problem:
             raise SearchError(f"SearxNG URL {problem}")
+        limit = whole_limit(self.timeout)  # as for a page: a server dripping bytes cannot hold the question
         try:
-            resp = httpx.get(
-                endpoint,
-                params={"q": query, "format": "json"},
-                timeout=self.timeout,
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            status, body = asyncio.run(asyncio.wait_for(self._get(endpoint, query), timeout=limit))
+        except asyncio.TimeoutError:
+            raise SearchError(f"SearxNG did not answer within {limit:g} s") from None
+        if status == 429:
+            raise SearchError("SearxNG rate limit (HTTP 429)")
+        if status != 200:
+            raise SearchError(
+                f"SearxNG answered HTTP {status}"
+                + (" (is the json format enabled in its settings.yml?)" if status == 403 else "")
             )
+        return searxng_results(body)[:k]
+
+    async def _get(self, endpoint: str, query: str) -> tuple[int, bytes]:
+        """The answer's status and body; a network failure is a :class:`SearchError`."""
+        import httpx
+
+        try:
+            async with httpx.AsyncClient(
+                timeout=self.timeout, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
+            ) as client:
+                resp = await client.get(endpoint, params={"q": query, "format": "json"})
+                return resp.status_code, resp.content
         except httpx.TimeoutException:
             raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise SearchError(f"SearxNG unreachable: {type(exc).__name__}: {exc}") from None
-        if resp.status_code == 429:
-            raise SearchError("SearxNG rate limit (HTTP 429)")
-        if resp.status_code != 200:
-            raise SearchError(
-                f"SearxNG answered HTTP {resp.status_code}"
-                + (" (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else "")
-            )
-        return searxng_results(resp.content)[:k]
 
 
 def searxng_results(body: bytes) -> list[SearchResult]:
