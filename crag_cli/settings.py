@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .actions import PRESETS
-from .models import DEFAULT_MODEL, EMBEDDED, embedded
+from .models import DEFAULT_MODEL, EMBEDDED, embedded, model_file
 from .prompts import TASK_CHOICES
 from .refine import RANKINGS, STRIP_MODES
 from .web.rewrite import REWRITES
@@ -273,9 +273,9 @@ class Settings(BaseModel):
         model = embedded(value)
         if model is not None:
             return model.name
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise ValueError(f"no such model: give a .gguf file or one of {', '.join(EMBEDDED)}")
+        path, problem = model_file(value)
+        if path is None:
+            raise ValueError(f"no such model ({problem}): give a .gguf file or one of {', '.join(EMBEDDED)}")
         return value
 
     @field_validator("searxng_url")
