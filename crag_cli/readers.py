@@ -94,8 +94,8 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
     text = data.decode("utf-8-sig")
     if path.suffix.lower() in HTML_SUFFIXES:
         title, body = html_main_text(text)
-        return [Document(id=rel, title=title or path.stem, text=body, source=rel)]
-    title = path.stem
+        return [Document(id=rel, title=title or Path(rel).stem, text=body, source=rel)]
+    title = Path(rel).stem  # (the name as shown: valid Unicode)
     if path.suffix.lower() == ".md":
         for line in text.splitlines():
             if line.startswith("#"):
@@ -164,6 +164,22 @@ def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[D
     return docs
 
 
+def shown_name(rel: str) -> str:
+    """A file name as crag shows and stores it (citations, passages, skipped files): valid Unicode.
+
+    A name that is not UTF-8 reaches Python with its undecodable bytes as lone
+    surrogates (``surrogateescape``); they become U+FFFD. The manifest keeps
+    the name itself (JSON ``\\u`` escapes), so that an unchanged file is found
+    again by the next ``crag index``.
+
+    Examples
+    --------
+    >>> shown_name("odd\\udcff.txt"), shown_name("café.txt")
+    ('odd\ufffd.txt', 'café.txt')
+    """
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 @dataclass
 class FileListing:
     """The files of a folder that ``crag index`` reads, and what it left out without reading."""
@@ -175,7 +191,11 @@ class FileListing:
     indexes: list[str] = field(default_factory=list)  # crag index folders (the target among them) not entered
 
     def rel(self, path: Path) -> str:
+        """``path``'s name below the folder, exactly (the manifest's key; see :func:`shown_name` for showing it)."""
         return path.relative_to(self.base).as_posix()
+
+    def shown(self, path: Path) -> str:
+        return shown_name(self.rel(path))
 
 
 def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None) -> FileListing:
@@ -201,7 +221,7 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
     if folder.is_file():
         listing = FileListing(folder.parent)
         (listing.paths if folder.suffix.lower() in SUPPORTED_SUFFIXES else listing.unsupported).append(folder)
-        listing.unsupported = [listing.rel(p) for p in listing.unsupported]
+        listing.unsupported = [listing.shown(p) for p in listing.unsupported]
         return listing
     listing = FileListing(folder)
     excluded = {Path(e).resolve() for e in exclude}
@@ -211,9 +231,9 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
         for d in sorted(dirs):
             path = here / d
             if path.resolve() in excluded or (is_index is not None and is_index(path)):
-                listing.indexes.append(listing.rel(path) + "/")
+                listing.indexes.append(listing.shown(path) + "/")
             elif not include_hidden and d.startswith("."):
-                listing.hidden.append(listing.rel(path) + "/")
+                listing.hidden.append(listing.shown(path) + "/")
             else:
                 kept.append(d)
         dirs[:] = kept
@@ -222,13 +242,13 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
             if name.startswith(".") and name.endswith(LOCK_TAG):  # crag's own lock of an index being built here
                 continue
             if not include_hidden and name.startswith("."):
-                listing.hidden.append(listing.rel(path))
+                listing.hidden.append(listing.shown(path))
             elif not path.is_file():
                 continue
             elif path.suffix.lower() in SUPPORTED_SUFFIXES:
                 listing.paths.append(path)
             else:
-                listing.unsupported.append(listing.rel(path))
+                listing.unsupported.append(listing.shown(path))
     listing.paths.sort()
     return listing
 
@@ -252,7 +272,7 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     report = CorpusReport()
     report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
     for done, path in enumerate(listing.paths, 1):
-        rel = listing.rel(path)
+        rel = listing.shown(path)
         try:
             docs, skipped, size = read_file(path, rel)
             report.skipped.extend(skipped)

@@ -285,3 +285,32 @@ def test_support_is_the_share_of_the_questions_idf_a_passage_holds(tmp_path):
         expected = sum(w for t, w in weight.items() if t in held) / sum(weight.values())
         assert math.isclose(hit.support, expected, rel_tol=1e-9), hit
     assert hits[0].passage.text.startswith("The bovine") and 0 < hits[0].support < 1  # it lacks "cattle", "antarctica"
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_and_found_again_by_the_next_build(docs_dir, tmp_path):
+    from test_safety import invoke
+
+    odd = os.path.join(os.fsencode(docs_dir), b"odd\x01\xff\xfe name.txt")
+    with open(odd, "wb") as f:
+        f.write(b"Quokkas are small marsupials that live on Rottnest Island.\n")
+    out = tmp_path / "ix"
+    first = invoke("index", docs_dir, "--index", out)
+    assert first.exit_code == 0, first.output
+    assert "indexed 5 documents from 5 files" in first.stderr and "skipped" not in first.stderr
+    index = BM25Index.load(out)
+    hit = index.search("quokkas rottnest", 1)[0].passage
+    assert (hit.source, hit.title) == ("odd\x01\ufffd\ufffd name.txt", "odd\x01\ufffd\ufffd name")  # shown so
+    assert index.search("capital of France", 1)[0].passage.source == "paris.txt"  # and the rest as ever
+    paths = [s["path"] for s in json.loads((out / "manifest.json").read_text())["sources"]]
+    assert os.fsencode(docs_dir / "x").replace(b"x", b"odd\x01\xff\xfe name.txt") in [
+        os.fsencode(docs_dir / p) for p in paths
+    ]  # the manifest keeps the name itself
+    assert "up to date" in invoke("index", docs_dir, "--index", out).stderr
+    with open(odd, "ab") as f:
+        f.write(b"They are known for their smile.\n")
+    (docs_dir / "paris.txt").write_text("Paris is the capital of France. Lyon is not.")
+    again = build_index(docs_dir, out)
+    assert again.status == "built" and (again.read, again.reused) == (2, 3)
+    assert BM25Index.load(out).search("smile", 1)[0].passage.source == "odd\x01\ufffd\ufffd name.txt"
+    os.remove(odd)
+    assert build_index(docs_dir, out).reused == 4 and not BM25Index.load(out).search("quokkas", 1)
