@@ -189,6 +189,7 @@ class FileListing:
     unsupported: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)  # hidden files and folders not entered
     indexes: list[str] = field(default_factory=list)  # crag index folders (the target among them) not entered
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # links not followed, and why
 
     def rel(self, path: Path) -> str:
         """``path``'s name below the folder, exactly (the manifest's key; see :func:`shown_name` for showing it)."""
@@ -200,6 +201,13 @@ class FileListing:
 
 def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None) -> FileListing:
     """The supported documents below ``folder``, without reading them.
+
+    A symbolic link that leads outside the folder is followed, to a file or a
+    folder, as if what it leads to were there; what it leads to is read once
+    (a second link to it or into it, or a link back to a folder above it, is
+    not followed: no loop). A link that leads inside the folder is not
+    followed: its target is read under its own name. Links not followed and
+    links that lead nowhere are listed in ``skipped`` with the reason.
 
     Parameters
     ----------
@@ -225,7 +233,8 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
         return listing
     listing = FileListing(folder)
     excluded = {Path(e).resolve() for e in exclude}
-    for root, dirs, names in os.walk(folder):
+    followed: dict[Path, str] = {}  # the targets of the links followed: the name each is read under
+    for root, dirs, names in os.walk(folder, followlinks=True):  # (links that may not be followed are pruned)
         here = Path(root)
         kept = []
         for d in sorted(dirs):
@@ -234,7 +243,7 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
                 listing.indexes.append(listing.shown(path) + "/")
             elif not include_hidden and d.startswith("."):
                 listing.hidden.append(listing.shown(path) + "/")
-            else:
+            elif _once(listing, path, followed, "/"):
                 kept.append(d)
         dirs[:] = kept
         for name in sorted(names):
@@ -243,14 +252,43 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
                 continue
             if not include_hidden and name.startswith("."):
                 listing.hidden.append(listing.shown(path))
-            elif not path.is_file():
+            elif not _once(listing, path, followed):
                 continue
+            elif not path.is_file():
+                continue  # a socket, a pipe, a device: not a document
             elif path.suffix.lower() in SUPPORTED_SUFFIXES:
                 listing.paths.append(path)
             else:
                 listing.unsupported.append(listing.shown(path))
     listing.paths.sort()
     return listing
+
+
+def _once(listing: FileListing, path: Path, followed: dict[Path, str], slash: str = "") -> bool:
+    """Whether to read ``path``: not a link, or a link that leads outside the folder to something not read yet;
+    each followed target is noted in ``followed``. If not, ``listing.skipped`` says why."""
+    name = listing.shown(path) + slash
+    if not path.is_symlink():
+        first = followed.get(path.resolve()) if followed else None  # (below a followed link: read already?)
+        if first is not None:
+            listing.skipped.append((name, f"the same as {first}, read under that name"))
+        return first is None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, or links that lead to each other (3.11: RuntimeError)
+        listing.skipped.append((name, "a link that leads nowhere (its target is missing, or links loop)"))
+        return False
+    base = listing.base.resolve()
+    if target == base or base in target.parents:
+        inside = shown_name(target.relative_to(base).as_posix()) + slash if target != base else "the folder itself"
+        listing.skipped.append((name, f"a link to {inside} in the documents folder, read under its own name"))
+        return False
+    for seen, first in followed.items():
+        if target == seen or (first.endswith("/") and seen in target.parents):
+            listing.skipped.append((name, f"a link to what {first} leads to, read under that name"))
+            return False
+    followed[target] = name
+    return True
 
 
 def read_files(listing: FileListing, progress=None) -> CorpusReport:
@@ -271,6 +309,7 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     """
     report = CorpusReport()
     report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
+    report.skipped.extend(listing.skipped)
     for done, path in enumerate(listing.paths, 1):
         rel = listing.shown(path)
         try:

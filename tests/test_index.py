@@ -314,3 +314,40 @@ def test_a_file_name_that_is_not_utf8_is_indexed_and_found_again_by_the_next_bui
     assert BM25Index.load(out).search("smile", 1)[0].passage.source == "odd\x01\ufffd\ufffd name.txt"
     os.remove(odd)
     assert build_index(docs_dir, out).reused == 4 and not BM25Index.load(out).search("quokkas", 1)
+
+
+def test_links_out_of_the_folder_are_followed_each_target_once_and_never_in_a_loop(docs_dir, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "tides.txt").write_text("Tides at Zorbville rise twice a day.")
+    (outside / "deep" / "gulls.txt").write_text("Gulls of Zorbville nest on the pier.")
+    (outside / "deep" / "up").symlink_to(outside)  # a loop outside the folder
+    (docs_dir / "linked").symlink_to(outside)  # a folder outside: followed
+    (docs_dir / "sub" / "again").symlink_to(outside / "deep")  # into what linked/ leads to: read once
+    (docs_dir / "tides-link.txt").symlink_to(outside / "tides.txt")  # a file outside, that linked/ holds too
+    (tmp_path / "ferry.md").write_text("The ferry to Zorbville leaves at noon.")
+    (docs_dir / "sub" / "ferry.md").symlink_to(tmp_path / "ferry.md")  # a file outside: followed
+    (docs_dir / "sub" / "top").symlink_to(docs_dir)  # back to the top: a loop
+    (docs_dir / "paris-again.txt").symlink_to(docs_dir / "paris.txt")  # inside: read under its own name
+    (docs_dir / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    report = build_index(docs_dir, tmp_path / "ix")
+    skipped = dict(report.skipped)
+    assert skipped == {
+        "gone.txt": "a link that leads nowhere (its target is missing, or links loop)",
+        "linked/deep/up/": "a link to what linked/ leads to, read under that name",
+        "paris-again.txt": "a link to paris.txt in the documents folder, read under its own name",
+        "sub/again/": "a link to what linked/ leads to, read under that name",
+        "sub/top/": "a link to the folder itself in the documents folder, read under its own name",
+        "tides-link.txt": "a link to what linked/ leads to, read under that name",  # (a folder's links go first)
+    }
+    sources = sorted(p.source for p in BM25Index.load(tmp_path / "ix").passages)
+    assert sources == [
+        "berlin.md",
+        "linked/deep/gulls.txt",
+        "linked/tides.txt",
+        "painter.html",
+        "paris.txt",
+        "sub/ferry.md",
+        "sub/people.jsonl:1",
+    ]
+    assert build_index(docs_dir, tmp_path / "ix").status == "unchanged"

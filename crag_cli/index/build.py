@@ -279,7 +279,7 @@ def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list,
     """
     progress = job.progress
     pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
-    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
+    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported] + listing.skipped
     read = reused = documents = 0
     for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
         prev = old.sources.get(src["path"]) if old is not None else None
