@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .errors import one_line
+
 
 @dataclass(frozen=True)
 class Document:
@@ -261,7 +263,7 @@ def read_docx(path: Path, rel: str) -> list[Document]:
     try:
         document = docx.Document(str(path))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise Unreadable(f"not a Word (.docx) file ({type(exc).__name__})") from None
+        raise Unreadable(_docx_problem(path, exc)) from None
     styles = {s.style_id: s.name or "" for s in document.styles}
     title = _title(document.core_properties.title or "")
     sections: list[tuple[str, list[str]]] = [("", [])]
@@ -292,6 +294,21 @@ def read_docx(path: Path, rel: str) -> list[Document]:
     if not docs:
         raise Unreadable("no text")
     return docs
+
+
+def _docx_problem(path: Path, exc: Exception) -> str:
+    """What is wrong with a ``.docx`` that python-docx could not open, for the skipped file's line."""
+    import zipfile
+
+    if isinstance(exc, KeyError):  # zipfile's "There is no item named 'word/document.xml' in the archive"
+        said = one_line(exc.args[0] if exc.args else exc)
+        part = re.search(r"named '([^']+)'", said)
+        return f"a damaged Word file: missing {part.group(1)}" if part else f"a damaged Word file ({said})"
+    if not zipfile.is_zipfile(path):
+        return "not a Word (.docx) file (not a zip archive)"
+    if isinstance(exc, zipfile.BadZipFile):  # "Bad CRC-32 for file 'word/document.xml'" and the like
+        return f"a damaged Word file ({one_line(exc)})"
+    return f"not a Word (.docx) file ({type(exc).__name__}: {one_line(exc)})"
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

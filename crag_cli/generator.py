@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 
 from . import files
 from .errors import CragError
-from .models import DEFAULT_MODEL, EMBEDDED, EmbeddedModel, embedded, names_text
+from .models import DEFAULT_MODEL, EMBEDDED, EmbeddedModel, embedded, model_file, names_text
 
 _VERIFIED: set[str] = set()  # model files whose sha256 was checked in this process
 
@@ -211,9 +211,9 @@ def resolve_model(name_or_path: str) -> Path:
     if model is not None:
         check_model(name_or_path)
         return assembled_path(model) if model.split else packaged_path(model)
-    path = Path(name_or_path).expanduser()
-    if not path.is_file():
-        raise ModelError(f"model not found: {name_or_path} (give a .gguf path or one of: {names_text()})")
+    path, problem = model_file(name_or_path)
+    if path is None:
+        raise ModelError(f"model not found: {name_or_path} ({problem}; give a .gguf path or one of: {names_text()})")
     return path
 
 

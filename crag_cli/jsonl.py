@@ -52,7 +52,7 @@ def has_surrogate(text: str) -> bool:
     return False
 
 
-def parse(raw: bytes | str, first: bool = False) -> Any:
+def parse(raw: bytes | str, first: bool = False, check_strings: bool = True) -> Any:
     """Decode one JSON value from a line of bytes or text.
 
     Parameters
@@ -61,11 +61,16 @@ def parse(raw: bytes | str, first: bool = False) -> Any:
         The line (its end of line may be included).
     first : bool
         Whether it is a file's first line (a UTF-8 byte-order mark is then allowed).
+    check_strings : bool
+        Refuse the whole value when any string in it holds a lone surrogate
+        escape. ``False`` leaves that to a caller that takes only some of its
+        strings and checks those with :func:`valid_unicode` (one bad row of a
+        search answer drops that row, not the answer).
 
     Returns
     -------
     Any
-        The value; every string in it (keys included) is valid Unicode.
+        The value; every string in it (keys included) is valid Unicode (with ``check_strings``).
 
     Raises
     ------
@@ -85,7 +90,7 @@ def parse(raw: bytes | str, first: bool = False) -> Any:
         raise BadLine("line too large to read") from None
     except ValueError as exc:  # an integer past Python's digit limit for int() (4,300 digits)
         raise BadLine(f"malformed JSON: a number too long to read ({str(exc).split(':')[0]})") from None
-    if not valid_unicode(value):
+    if check_strings and not valid_unicode(value):
         raise BadLine("line holds an invalid Unicode escape (a lone surrogate such as \\ud800)")
     return value
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,27 @@ def embedded(name: str) -> EmbeddedModel | None:
         if name == model.name or name in model.aliases:
             return model
     return None
+
+
+def model_file(value: str) -> tuple[Path | None, str]:
+    """``value`` (not an embedded model's name) as a model file: ``(path, "")``, or ``(None, why not)``.
+
+    The one place a ``--model`` value becomes a path, for settings and the
+    generator alike: a value that cannot be a file name (longer than the
+    system allows, or holding a NUL byte) is said so, never an ``OSError``.
+
+    Examples
+    --------
+    >>> model_file("a" * 300)
+    (None, 'not a usable file name: File name too long')
+    """
+    try:
+        path = Path(value).expanduser()
+        if path.is_file():
+            return path, ""
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG and the like; "embedded null byte"
+        return None, f"not a usable file name: {getattr(exc, 'strerror', None) or exc}"
+    return None, "no such file"
 
 
 def names_text() -> str:

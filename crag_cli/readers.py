@@ -94,8 +94,8 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
     text = data.decode("utf-8-sig")
     if path.suffix.lower() in HTML_SUFFIXES:
         title, body = html_main_text(text)
-        return [Document(id=rel, title=title or path.stem, text=body, source=rel)]
-    title = path.stem
+        return [Document(id=rel, title=title or Path(rel).stem, text=body, source=rel)]
+    title = Path(rel).stem  # (the name as shown: valid Unicode)
     if path.suffix.lower() == ".md":
         for line in text.splitlines():
             if line.startswith("#"):
@@ -164,6 +164,22 @@ def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[D
     return docs
 
 
+def shown_name(rel: str) -> str:
+    """A file name as crag shows and stores it (citations, passages, skipped files): valid Unicode.
+
+    A name that is not UTF-8 reaches Python with its undecodable bytes as lone
+    surrogates (``surrogateescape``); they become U+FFFD. The manifest keeps
+    the name itself (JSON ``\\u`` escapes), so that an unchanged file is found
+    again by the next ``crag index``.
+
+    Examples
+    --------
+    >>> shown_name("odd\\udcff.txt"), shown_name("café.txt")
+    ('odd\ufffd.txt', 'café.txt')
+    """
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 @dataclass
 class FileListing:
     """The files of a folder that ``crag index`` reads, and what it left out without reading."""
@@ -173,13 +189,25 @@ class FileListing:
     unsupported: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)  # hidden files and folders not entered
     indexes: list[str] = field(default_factory=list)  # crag index folders (the target among them) not entered
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # links not followed, and why
 
     def rel(self, path: Path) -> str:
+        """``path``'s name below the folder, exactly (the manifest's key; see :func:`shown_name` for showing it)."""
         return path.relative_to(self.base).as_posix()
+
+    def shown(self, path: Path) -> str:
+        return shown_name(self.rel(path))
 
 
 def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Path] = (), is_index=None) -> FileListing:
     """The supported documents below ``folder``, without reading them.
+
+    A symbolic link that leads outside the folder is followed, to a file or a
+    folder, as if what it leads to were there; what it leads to is read once
+    (a second link to it or into it, or a link back to a folder above it, is
+    not followed: no loop). A link that leads inside the folder is not
+    followed: its target is read under its own name. Links not followed and
+    links that lead nowhere are listed in ``skipped`` with the reason.
 
     Parameters
     ----------
@@ -201,20 +229,21 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
     if folder.is_file():
         listing = FileListing(folder.parent)
         (listing.paths if folder.suffix.lower() in SUPPORTED_SUFFIXES else listing.unsupported).append(folder)
-        listing.unsupported = [listing.rel(p) for p in listing.unsupported]
+        listing.unsupported = [listing.shown(p) for p in listing.unsupported]
         return listing
     listing = FileListing(folder)
     excluded = {Path(e).resolve() for e in exclude}
-    for root, dirs, names in os.walk(folder):
+    followed: dict[Path, str] = {}  # the targets of the links followed: the name each is read under
+    for root, dirs, names in os.walk(folder, followlinks=True):  # (links that may not be followed are pruned)
         here = Path(root)
         kept = []
         for d in sorted(dirs):
             path = here / d
             if path.resolve() in excluded or (is_index is not None and is_index(path)):
-                listing.indexes.append(listing.rel(path) + "/")
+                listing.indexes.append(listing.shown(path) + "/")
             elif not include_hidden and d.startswith("."):
-                listing.hidden.append(listing.rel(path) + "/")
-            else:
+                listing.hidden.append(listing.shown(path) + "/")
+            elif _once(listing, path, followed, "/"):
                 kept.append(d)
         dirs[:] = kept
         for name in sorted(names):
@@ -222,15 +251,44 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
             if name.startswith(".") and name.endswith(LOCK_TAG):  # crag's own lock of an index being built here
                 continue
             if not include_hidden and name.startswith("."):
-                listing.hidden.append(listing.rel(path))
-            elif not path.is_file():
+                listing.hidden.append(listing.shown(path))
+            elif not _once(listing, path, followed):
                 continue
+            elif not path.is_file():
+                continue  # a socket, a pipe, a device: not a document
             elif path.suffix.lower() in SUPPORTED_SUFFIXES:
                 listing.paths.append(path)
             else:
-                listing.unsupported.append(listing.rel(path))
+                listing.unsupported.append(listing.shown(path))
     listing.paths.sort()
     return listing
+
+
+def _once(listing: FileListing, path: Path, followed: dict[Path, str], slash: str = "") -> bool:
+    """Whether to read ``path``: not a link, or a link that leads outside the folder to something not read yet;
+    each followed target is noted in ``followed``. If not, ``listing.skipped`` says why."""
+    name = listing.shown(path) + slash
+    if not path.is_symlink():
+        first = followed.get(path.resolve()) if followed else None  # (below a followed link: read already?)
+        if first is not None:
+            listing.skipped.append((name, f"the same as {first}, read under that name"))
+        return first is None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, or links that lead to each other (3.11: RuntimeError)
+        listing.skipped.append((name, "a link that leads nowhere (its target is missing, or links loop)"))
+        return False
+    base = listing.base.resolve()
+    if target == base or base in target.parents:
+        inside = shown_name(target.relative_to(base).as_posix()) + slash if target != base else "the folder itself"
+        listing.skipped.append((name, f"a link to {inside} in the documents folder, read under its own name"))
+        return False
+    for seen, first in followed.items():
+        if target == seen or (first.endswith("/") and seen in target.parents):
+            listing.skipped.append((name, f"a link to what {first} leads to, read under that name"))
+            return False
+    followed[target] = name
+    return True
 
 
 def read_files(listing: FileListing, progress=None) -> CorpusReport:
@@ -251,8 +309,9 @@ def read_files(listing: FileListing, progress=None) -> CorpusReport:
     """
     report = CorpusReport()
     report.skipped.extend((rel, "unsupported file type") for rel in listing.unsupported)
+    report.skipped.extend(listing.skipped)
     for done, path in enumerate(listing.paths, 1):
-        rel = listing.rel(path)
+        rel = listing.shown(path)
         try:
             docs, skipped, size = read_file(path, rel)
             report.skipped.extend(skipped)

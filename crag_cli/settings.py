@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .actions import PRESETS
-from .models import DEFAULT_MODEL, EMBEDDED, embedded
+from .models import DEFAULT_MODEL, EMBEDDED, embedded, model_file
 from .prompts import TASK_CHOICES
 from .refine import RANKINGS, STRIP_MODES
 from .web.rewrite import REWRITES
@@ -263,7 +263,12 @@ class Settings(BaseModel):
     allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web", answers=True)
     cache: bool = setting(True, "Use the on-disk web cache.", "web", answers=False)
     fetch_timeout: float = setting(
-        10.0, "Connect/read timeout per page and search, seconds.", "web", answers=False, gt=0, le=600
+        10.0,
+        "Connect/read timeout per page and search, seconds; a whole page, or a SearxNG answer, has twice it.",
+        "web",
+        answers=False,
+        gt=0,
+        le=600,
     )
     max_page_bytes: int = setting(
         2_000_000, "A page body is cut at this many bytes.", "web", answers=True, ge=1000, le=10**9
@@ -295,9 +300,9 @@ class Settings(BaseModel):
         model = embedded(value)
         if model is not None:
             return model.name
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise ValueError(f"no such model: give a .gguf file or one of {', '.join(EMBEDDED)}")
+        path, problem = model_file(value)
+        if path is None:
+            raise ValueError(f"no such model ({problem}): give a .gguf file or one of {', '.join(EMBEDDED)}")
         return value
 
     @field_validator("searxng_url")

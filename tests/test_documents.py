@@ -282,3 +282,27 @@ def test_page_text_and_page_ranges_of_passages():
 )
 def test_a_text_files_first_line_is_its_title_when_it_reads_as_one(text, title):
     assert text_title(text) == title
+
+
+def test_a_word_file_with_a_missing_part_says_which(tmp_path):
+    import zipfile
+
+    import docx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    d = docx.Document()
+    d.add_paragraph("The harbour has a new crane.")
+    d.save(str(tmp_path / "whole.docx"))
+    for name, left_out in (("no-body.docx", "word/document.xml"), ("no-types.docx", "[Content_Types].xml")):
+        with zipfile.ZipFile(tmp_path / "whole.docx") as whole, zipfile.ZipFile(docs / name, "w") as out:
+            for item in whole.infolist():
+                if item.filename != left_out:
+                    out.writestr(item, whole.read(item))
+    (docs / "text.docx").write_text("this is not a zip")
+    (docs / "crane.txt").write_text("The crane lifts forty tonnes.")
+    r = invoke("index", docs, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert "skipped no-body.docx: a damaged Word file: missing word/document.xml" in r.stderr
+    assert "skipped no-types.docx: a damaged Word file: missing [Content_Types].xml" in r.stderr
+    assert "skipped text.docx: not a Word (.docx) file (not a zip archive)" in r.stderr

@@ -292,3 +292,69 @@ def test_support_is_the_share_of_the_questions_idf_a_passage_holds(tmp_path):
         expected = sum(w for t, w in weight.items() if t in held) / sum(weight.values())
         assert math.isclose(hit.support, expected, rel_tol=1e-9), hit
     assert hits[0].passage.text.startswith("The bovine") and 0 < hits[0].support < 1  # it lacks "cattle", "antarctica"
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_and_found_again_by_the_next_build(docs_dir, tmp_path):
+    from test_safety import invoke
+
+    odd = os.path.join(os.fsencode(docs_dir), b"odd\x01\xff\xfe name.txt")
+    with open(odd, "wb") as f:
+        f.write(b"Quokkas are small marsupials that live on Rottnest Island.\n")
+    out = tmp_path / "ix"
+    first = invoke("index", docs_dir, "--index", out)
+    assert first.exit_code == 0, first.output
+    assert "indexed 5 documents from 5 files" in first.stderr and "skipped" not in first.stderr
+    index = BM25Index.load(out)
+    hit = index.search("quokkas rottnest", 1)[0].passage
+    assert (hit.source, hit.title) == ("odd\x01\ufffd\ufffd name.txt", "odd\x01\ufffd\ufffd name")  # shown so
+    assert index.search("capital of France", 1)[0].passage.source == "paris.txt"  # and the rest as ever
+    paths = [s["path"] for s in json.loads((out / "manifest.json").read_text())["sources"]]
+    assert os.fsencode(docs_dir / "x").replace(b"x", b"odd\x01\xff\xfe name.txt") in [
+        os.fsencode(docs_dir / p) for p in paths
+    ]  # the manifest keeps the name itself
+    assert "up to date" in invoke("index", docs_dir, "--index", out).stderr
+    with open(odd, "ab") as f:
+        f.write(b"They are known for their smile.\n")
+    (docs_dir / "paris.txt").write_text("Paris is the capital of France. Lyon is not.")
+    again = build_index(docs_dir, out)
+    assert again.status == "built" and (again.read, again.reused) == (2, 3)
+    assert BM25Index.load(out).search("smile", 1)[0].passage.source == "odd\x01\ufffd\ufffd name.txt"
+    os.remove(odd)
+    assert build_index(docs_dir, out).reused == 4 and not BM25Index.load(out).search("quokkas", 1)
+
+
+def test_links_out_of_the_folder_are_followed_each_target_once_and_never_in_a_loop(docs_dir, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "tides.txt").write_text("Tides at Zorbville rise twice a day.")
+    (outside / "deep" / "gulls.txt").write_text("Gulls of Zorbville nest on the pier.")
+    (outside / "deep" / "up").symlink_to(outside)  # a loop outside the folder
+    (docs_dir / "linked").symlink_to(outside)  # a folder outside: followed
+    (docs_dir / "sub" / "again").symlink_to(outside / "deep")  # into what linked/ leads to: read once
+    (docs_dir / "tides-link.txt").symlink_to(outside / "tides.txt")  # a file outside, that linked/ holds too
+    (tmp_path / "ferry.md").write_text("The ferry to Zorbville leaves at noon.")
+    (docs_dir / "sub" / "ferry.md").symlink_to(tmp_path / "ferry.md")  # a file outside: followed
+    (docs_dir / "sub" / "top").symlink_to(docs_dir)  # back to the top: a loop
+    (docs_dir / "paris-again.txt").symlink_to(docs_dir / "paris.txt")  # inside: read under its own name
+    (docs_dir / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    report = build_index(docs_dir, tmp_path / "ix")
+    skipped = dict(report.skipped)
+    assert skipped == {
+        "gone.txt": "a link that leads nowhere (its target is missing, or links loop)",
+        "linked/deep/up/": "a link to what linked/ leads to, read under that name",
+        "paris-again.txt": "a link to paris.txt in the documents folder, read under its own name",
+        "sub/again/": "a link to what linked/ leads to, read under that name",
+        "sub/top/": "a link to the folder itself in the documents folder, read under its own name",
+        "tides-link.txt": "a link to what linked/ leads to, read under that name",  # (a folder's links go first)
+    }
+    sources = sorted(p.source for p in BM25Index.load(tmp_path / "ix").passages)
+    assert sources == [
+        "berlin.md",
+        "linked/deep/gulls.txt",
+        "linked/tides.txt",
+        "painter.html",
+        "paris.txt",
+        "sub/ferry.md",
+        "sub/people.jsonl:1",
+    ]
+    assert build_index(docs_dir, tmp_path / "ix").status == "unchanged"

@@ -136,3 +136,22 @@ def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_in
     monkeypatch.setattr(build, "generator", lambda settings: None)
     assert isinstance(build.pipeline(settings).web, WebSearch)
     assert build.pipeline(settings, with_web=False).web is None
+
+
+@pytest.mark.parametrize("where", ["flag", "config"])
+def test_a_model_name_too_long_for_a_file_is_one_line_before_any_model_loads(where, built_index, tmp_path, monkeypatch):
+    from test_safety import invoke, one_error_line
+
+    from crag_cli.generator import ModelError, resolve_model
+
+    monkeypatch.setattr("crag_cli.build.LlamaGenerator", None)  # loading a model would fail the test
+    long = "a" * 300
+    args = ["ask", "What does the pass statement do?", "--index", built_index, "--max-tokens", "8", "-k", "3"]
+    if where == "flag":
+        r = invoke(*args, "--model", long)
+    else:
+        (tmp_path / "crag.toml").write_text(f'model = "{long}"\n')
+        r = invoke("--config", tmp_path / "crag.toml", *args)
+    one_error_line(r, "for model", "no such model (not a usable file name: File name too long)")
+    with pytest.raises(ModelError, match="not a usable file name"):
+        resolve_model(long)

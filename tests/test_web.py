@@ -1,5 +1,6 @@
 import json
 import socket
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -128,6 +129,48 @@ def test_searxng_backend(web):
         dead = s.getsockname()[1]
     with pytest.raises(SearchError, match="unreachable"):
         SearxngBackend(f"http://127.0.0.1:{dead}").search("x", 3)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"results": 5}', b'{"results": null}', b'{"results": true}', b'{"results": 1e999}', b"null", b"[]"]
+    + [b'{"results": "http://a.org/"}', b'{"results": {"url": "http://a.org/"}}', b'{"results": [' + b"[" * 10**5],
+)
+def test_a_searxng_answer_without_a_results_list_is_a_search_failure(body):
+    with LocalWeb(search_body=body) as server:
+        with pytest.raises(SearchError, match="SearxNG answer is not its JSON results format"):
+            SearxngBackend(server.url).search("x", 3)
+
+
+def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
+    rows = [
+        5,
+        None,
+        "http://a.org/",
+        ["http://a.org/"],
+        {"title": "no url"},
+        {"url": 7, "title": "a number"},
+        {"url": "http://a.org/\ud800", "title": "a lone surrogate"},
+        {"url": "http://a.org/1", "title": 5, "content": ["x"]},
+        {"url": "http://a.org/2", "title": "Two", "content": "snippet \udc00", "score": {"deep": [1e999]}},
+        {"url": "http://a.org/3", "title": "Three", "content": "fine"},
+    ]
+    body = ('{"query": "x \\udfff", "results": ' + json.dumps(rows).replace("\\\\u", "\\u") + "}").encode()
+    with LocalWeb(search_body=body) as server:
+        results = SearxngBackend(server.url).search("x", 10)
+    assert [(r.url, r.title, r.snippet) for r in results] == [
+        ("http://a.org/1", "", ""),
+        ("http://a.org/2", "Two", ""),
+        ("http://a.org/3", "Three", "fine"),
+    ]
+
+
+def test_a_searxng_answer_that_drips_ends_at_the_whole_request_limit(web):
+    """A byte every 0.3 s never trips the 1 s read timeout: the whole answer has twice it, as a page has."""
+    start = time.monotonic()
+    with pytest.raises(SearchError, match="did not answer within 2 s"):
+        SearxngBackend(f"{web.url}/drip", timeout=1.0).search("x", 3)
+    assert time.monotonic() - start < 4
 
 
 def test_ddgs_contract_real_parser_against_local_server(web):
@@ -292,3 +335,30 @@ def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     assert rec["action"] == "ambiguous" and rec["internal_knowledge"]
     assert "search failed: SearxNG unreachable" in rec["external_knowledge"]["error"]
     assert rec["answer"] is not None
+
+
+def test_a_searxng_answer_without_a_results_list_never_crashes_ask(built_index, tiny_gguf):
+    with LocalWeb(search_body=b'{"results": 5}') as server:
+        r = _ask(
+            "capital of Germany?",
+            "--index",
+            built_index,
+            "--model",
+            tiny_gguf,
+            "--upper",
+            "1",
+            "--lower",
+            "-1",
+            "--web",
+            "searxng",
+            "--searxng-url",
+            server.url,
+            "--max-tokens",
+            "4",
+            "--no-cache",
+            "--json",
+        )
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["action"] == "ambiguous" and rec["internal_knowledge"] and rec["answer"] is not None
+    assert "search failed: SearxNG answer is not its JSON results format" in rec["external_knowledge"]["error"]

@@ -1,4 +1,5 @@
-"""A real HTTP server on 127.0.0.1 for the web tests: SearxNG JSON API, DuckDuckGo-style HTML results, pages."""
+"""A real HTTP server on 127.0.0.1 for the web tests: SearxNG JSON API (a given answer, or one that drips), DuckDuckGo-style
+HTML results, pages."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.server.requests.append((self.path, self.headers.get("User-Agent", "")))
+        if parts.path == "/drip/search":  # a SearxNG that never finishes its answer: a byte every 0.3 s
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            for _ in range(100):
+                self.wfile.write(b" ")
+                time.sleep(0.3)
+            return None
+        if parts.path == "/search" and self.server.search_body is not None:
+            return self._send(200, "application/json", self.server.search_body)
         if parts.path == "/search":
             q = parse_qs(parts.query)
             if q.get("format") != ["json"]:
@@ -116,9 +128,14 @@ class _Server(ThreadingHTTPServer):
 class LocalWeb:
     """Start with ``with LocalWeb() as web:``; ``web.url`` is the base URL."""
 
-    def __init__(self, result_paths=("/wiki/Zorblat_Quintana", "/blog/quintana", "/notes.txt", "/report.pdf")):
+    def __init__(
+        self,
+        result_paths=("/wiki/Zorblat_Quintana", "/blog/quintana", "/notes.txt", "/report.pdf"),
+        search_body: bytes | None = None,
+    ):
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.result_paths = list(result_paths)
+        self.server.search_body = search_body  # the SearxNG answer's bytes as they are, instead of result_paths
         self.server.queries = []
         self.server.requests = []
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

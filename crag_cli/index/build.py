@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import files
 from ..bm25 import BM25Params, TermMatrix, count_terms
 from ..corpus import Passage, split_passages
-from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file
+from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file, shown_name
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -271,20 +271,20 @@ def _build_locked(job: _Build) -> BuildReport:
             old.passages.close()
 
 
-def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old, left_out: dict) -> BuildReport:
-    """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
-    from ..version import __version__ as version
+def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list, int, int, int]:
+    """Every file's passages: a range of the old index's for an unchanged file, else read and split.
 
-    docs, index_dir, shown, tokenizer, params = job.docs, job.index_dir, job.shown, job.tokenizer, job.params
-    passage_words, progress, start = job.passage_words, job.progress, job.start
-    import numpy as np
-    import scipy.sparse as sp
-
+    Returns the pieces (per file, in order), what was skipped and why, and the
+    counts of files read and reused and of documents; ``sources`` gain each
+    file's documents and skipped entries.
+    """
+    progress = job.progress
     pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
-    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
+    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported] + listing.skipped
     read = reused = documents = 0
     for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
         prev = old.sources.get(src["path"]) if old is not None else None
+        name = shown_name(src["path"])  # passages, citations and messages name the file so; the manifest exactly
         if (
             prev is not None
             and src["size"] >= 0
@@ -296,26 +296,28 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             reused += 1
         else:
 
-            def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
+            def on_page(page: int, pages: int, rel: str = name, at: int = done) -> None:  # a long PDF's
                 if progress is not None:
                     progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
 
-            found, src_skipped, _ = read_file(path, src["path"], on_page)
-            pieces.append([p for d in found for p in split_passages(d, passage_words)])
+            found, src_skipped, _ = read_file(path, name, on_page)
+            pieces.append([p for d in found for p in split_passages(d, job.passage_words)])
             src_docs = len(found)
             read += 1
         src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
         documents += src_docs
         skipped.extend(src_skipped)
         if progress is not None:
-            progress(src["path"], done, len(listing.paths))
-    total = sum(len(p) for p in pieces)
-    if not total:
-        raise IndexUnusableError(
-            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
-        )
+            progress(name, done, len(listing.paths))
+    return pieces, skipped, read, reused, documents
 
-    # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
+
+def _terms(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) -> TermMatrix:
+    """The term counts and BM25 weights: the old index's rows for reused files, new rows (with new terms appended)
+    for the others; terms no passage holds any more are dropped."""
+    import numpy as np
+    import scipy.sparse as sp
+
     vocab = list(old.terms.vocab) if old is not None else []
     new = [p for piece in pieces if isinstance(piece, list) for p in piece]
     ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
@@ -344,8 +346,23 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
     live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
     if len(live) < len(vocab):
         counts, vocab = counts[:, live], [vocab[i] for i in live]
-    terms = TermMatrix.from_counts(counts, vocab, params)
-    del counts, blocks, new_counts, old_counts
+    return TermMatrix.from_counts(counts, vocab, params)
+
+
+def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old, left_out: dict) -> BuildReport:
+    """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
+    from ..version import __version__ as version
+
+    docs, index_dir, shown, tokenizer, params = job.docs, job.index_dir, job.shown, job.tokenizer, job.params
+    start = job.start
+    pieces, skipped, read, reused, documents = _gather(job, listing, sources, old)
+    total = sum(len(p) for p in pieces)
+    if not total:
+        raise IndexUnusableError(
+            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
+        )
+
+    terms = _terms(pieces, old, tokenizer, params)
 
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -370,7 +387,8 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             "created_by": f"crag-cli {version}",
             "docs": str(docs.resolve()),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        # ASCII: a file name that is not UTF-8 is kept exactly, as JSON \u escapes (json.loads reads them back)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="ascii")
         if index_dir.is_dir():  # the user's empty folder, or the old index: the new one keeps its permissions
             os.chmod(tmp, index_dir.stat().st_mode & 0o777)
         if is_crag_index(index_dir):  # ours: set aside, replaced, then deleted

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 from urllib.parse import urlsplit
 
 from .. import jsonl
 from ..errors import CragError
-from .fetch import USER_AGENT, check_url
+from .fetch import USER_AGENT, check_url, whole_limit
 from .types import SearchResult
 
 DDGS_ENGINE = "duckduckgo"
@@ -30,40 +31,65 @@ class SearxngBackend:
         self.allow_private = allow_private
 
     def search(self, query: str, k: int) -> list[SearchResult]:
-        import httpx
-
         endpoint = f"{self.url}/search"
         problem = check_url(endpoint, self.allow_private, trusted_hosts=(urlsplit(self.url).hostname or "",))
         if problem:
             raise SearchError(f"SearxNG URL {problem}")
+        limit = whole_limit(self.timeout)  # as for a page: a server dripping bytes cannot hold the question
         try:
-            resp = httpx.get(
-                endpoint,
-                params={"q": query, "format": "json"},
-                timeout=self.timeout,
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            status, body = asyncio.run(asyncio.wait_for(self._get(endpoint, query), timeout=limit))
+        except asyncio.TimeoutError:
+            raise SearchError(f"SearxNG did not answer within {limit:g} s") from None
+        if status == 429:
+            raise SearchError("SearxNG rate limit (HTTP 429)")
+        if status != 200:
+            raise SearchError(
+                f"SearxNG answered HTTP {status}"
+                + (" (is the json format enabled in its settings.yml?)" if status == 403 else "")
             )
+        return searxng_results(body)[:k]
+
+    async def _get(self, endpoint: str, query: str) -> tuple[int, bytes]:
+        """The answer's status and body; a network failure is a :class:`SearchError`."""
+        import httpx
+
+        try:
+            async with httpx.AsyncClient(
+                timeout=self.timeout, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
+            ) as client:
+                resp = await client.get(endpoint, params={"q": query, "format": "json"})
+                return resp.status_code, resp.content
         except httpx.TimeoutException:
             raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise SearchError(f"SearxNG unreachable: {type(exc).__name__}: {exc}") from None
-        if resp.status_code == 429:
-            raise SearchError("SearxNG rate limit (HTTP 429)")
-        if resp.status_code != 200:
-            raise SearchError(
-                f"SearxNG answered HTTP {resp.status_code}"
-                + (" (is the json format enabled in its settings.yml?)" if resp.status_code == 403 else "")
-            )
-        try:
-            data = jsonl.parse(resp.content, first=True)  # a hostile answer: deep nesting, huge numbers, surrogates
-            rows = data["results"]
-        except (ValueError, KeyError, TypeError):
-            raise SearchError("SearxNG answer is not its JSON results format") from None
-        out = []
-        for row in rows:
-            if isinstance(row, dict) and isinstance(row.get("url"), str):
-                out.append(SearchResult(row["url"], str(row.get("title") or ""), str(row.get("content") or "")))
-        return out[:k]
+
+
+def searxng_results(body: bytes) -> list[SearchResult]:
+    """The results of a SearxNG JSON answer, in order.
+
+    A hostile or broken answer (not JSON, deep nesting, huge numbers, no
+    ``results`` list) is a :class:`SearchError`; a row that is not an object
+    with a ``url`` string of valid Unicode is dropped (the others are kept), and
+    a ``title`` or ``content`` that is not such a string is taken as empty.
+    """
+    try:
+        data = jsonl.parse(body, first=True, check_strings=False)  # strings are checked row by row below
+    except jsonl.BadLine as exc:
+        raise SearchError(f"SearxNG answer is not its JSON results format ({exc})") from None
+    rows = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise SearchError("SearxNG answer is not its JSON results format (no results list)")
+
+    def text(row: dict, key: str) -> str:
+        value = row.get(key)
+        return value if isinstance(value, str) and jsonl.valid_unicode(value) else ""
+
+    return [
+        SearchResult(text(row, "url"), text(row, "title"), text(row, "content"))
+        for row in rows
+        if isinstance(row, dict) and text(row, "url")
+    ]
 
 
 class DdgsBackend:

@@ -20,6 +20,12 @@ ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 MAX_REDIRECTS = 3
 
 
+def whole_limit(timeout: float) -> float:
+    """The time limit on one whole request (a page with its redirects, a search's answer): twice its connect and
+    read ``timeout``, so that a server sending a byte now and then cannot hold a question past it."""
+    return timeout * 2
+
+
 def address_is_public(ip: str) -> bool:
     """Whether ``ip`` is a globally routable unicast address (not loopback, private, link-local, ...)."""
     addr = ipaddress.ip_address(ip)
@@ -84,7 +90,7 @@ class Fetcher:
     Parameters
     ----------
     timeout : float
-        Connect and read timeout, and the limit for a whole page.
+        Connect and read timeout; a whole page has :func:`whole_limit` of it.
     max_bytes : int
         Bodies are cut at this size (the page is marked ``truncated``).
     allow_private : bool
@@ -123,10 +129,11 @@ class Fetcher:
             return list(await asyncio.gather(*(self._fetch_bounded(client, u) for u in urls)))
 
     async def _fetch_bounded(self, client, url: str) -> Page:
+        limit = whole_limit(self.timeout)
         try:
-            return await asyncio.wait_for(self._fetch(client, url), timeout=self.timeout * 2)
+            return await asyncio.wait_for(self._fetch(client, url), timeout=limit)
         except asyncio.TimeoutError:
-            return Page(url, error=f"timed out after {self.timeout * 2:g} s")
+            return Page(url, error=f"timed out after {limit:g} s")
 
     async def _fetch(self, client, url: str) -> Page:
         import httpx
