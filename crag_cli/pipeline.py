@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from .actions import Action, Thresholds, decide, supported
 from .match import holds_answer, is_grounded, new_words, restates
 from .evaluator import Evaluator
-from .generator import Generator
+from .generator import Generation, Generator
 from .index import Hit, Retriever
 from .reading import ActionReading, Evidence, ProgressiveReading, Reading, ReadingPolicy
 from .prompts import (
@@ -85,7 +85,7 @@ class Result:
     prompt_tokens: int | None = None
     read_more: bool | None = None  # progressive reading: the first part's answer did not stand, all was read
     confidence: float | None = None  # progressive reading: the first answer's mean token log-probability
-    reused_tokens: int | None = None  # the last prompt's tokens served from the model's cache (a shared prefix)
+    reused_tokens: int | None = None  # progressive reading: the second prompt's tokens the first left in the cache
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -633,11 +633,12 @@ class Pipeline:
                 on_token(answer)
             return
         result.read_more = True
-        self._generate(result, items, on_token)
-        if result.prompt_tokens is not None:
+        second = self._generate(result, items, on_token)
+        if second is not None:
             result.prompt_tokens += gen.prompt_tokens
+            result.reused_tokens = second.reused_tokens  # the first prompt, which the second extends
 
-    def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> None:
+    def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
         (:data:`crag_cli.prompts.RESTATED_RETRY`), the first answer kept in ``result.restated``.
 
@@ -650,7 +651,7 @@ class Pipeline:
                 retry = RESTATED_RETRY.get(task) if items else None
                 held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
                 result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
-                result.prompt_tokens, result.reused_tokens = gen.prompt_tokens, gen.reused_tokens or None
+                result.prompt_tokens = gen.prompt_tokens
                 result.knowledge_used = kept
                 retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = (
@@ -668,5 +669,7 @@ class Pipeline:
                     held.release()
                 if task in GROUNDED_TASKS and result.mode != "no-retrieval":
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
+                return gen
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                return None

@@ -172,12 +172,19 @@ def shown_name(rel: str) -> str:
     the name itself (JSON ``\\u`` escapes), so that an unchanged file is found
     again by the next ``crag index``.
 
+    Control characters (an escape sequence in a name could drive the terminal
+    that shows a citation) become U+FFFD too.
+
     Examples
     --------
-    >>> shown_name("odd\\udcff.txt"), shown_name("café.txt")
-    ('odd\ufffd.txt', 'café.txt')
+    >>> shown_name("odd\\udcff.txt"), shown_name("café.txt"), shown_name("a\\x1b[2Jb.txt")
+    ('odd\ufffd.txt', 'café.txt', 'a\ufffd[2Jb.txt')
     """
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub("\ufffd", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass
