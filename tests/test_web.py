@@ -173,6 +173,18 @@ def test_a_searxng_answer_that_drips_ends_at_the_whole_request_limit(web):
     assert time.monotonic() - start < 4
 
 
+def test_a_duckduckgo_answer_that_drips_ends_at_its_timeout(web):
+    start = time.monotonic()
+    with pytest.raises(SearchError, match="timed out after 1 s"):
+        DdgsBackend(endpoint=f"{web.url}/drip/html/", timeout=1.0).search("x", 3)
+    assert time.monotonic() - start < 4
+
+
+def test_a_huge_searxng_answer_is_not_read_to_its_end(web):
+    with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
+        SearxngBackend(f"{web.url}/huge", timeout=5.0).search("x", 3)
+
+
 def test_ddgs_contract_real_parser_against_local_server(web):
     backend = DdgsBackend(endpoint=f"{web.url}/html/", timeout=5)
     results = backend.search("zorblat quintana", 2)

@@ -50,15 +50,10 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.server.requests.append((self.path, self.headers.get("User-Agent", "")))
-        if parts.path == "/drip/search":  # a SearxNG that never finishes its answer: a byte every 0.3 s
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "100")
-            self.end_headers()
-            for _ in range(100):
-                self.wfile.write(b" ")
-                time.sleep(0.3)
-            return None
+        if parts.path == "/drip/search":  # a SearxNG that never finishes its answer
+            return self._drip()
+        if parts.path == "/huge/search":  # a SearxNG answer far bigger than any list of results
+            return self._send(200, "application/json", b'{"results": [' + b'{"url": "x"},' * 500_000 + b"{}]}")
         if parts.path == "/search" and self.server.search_body is not None:
             return self._send(200, "application/json", self.server.search_body)
         if parts.path == "/search":
@@ -99,9 +94,21 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, ctype + "; charset=utf-8", text.encode())
         return self._send(404, "text/plain", b"no such page")
 
+    def _drip(self) -> None:
+        """An answer that never finishes: a byte every 0.3 s."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "100")
+        self.end_headers()
+        for _ in range(100):
+            self.wfile.write(b" ")
+            time.sleep(0.3)
+
     def do_POST(self):  # noqa: N802  DuckDuckGo's HTML endpoint
         length = int(self.headers.get("Content-Length", 0))
         form = parse_qs(self.rfile.read(length).decode())
+        if urlsplit(self.path).path == "/drip/html/":
+            return self._drip()
         query = form.get("q", [""])[0]
         self.server.queries.append(query)
         base = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -12,6 +12,7 @@ from .fetch import USER_AGENT, check_url, whole_limit
 from .types import SearchResult
 
 DDGS_ENGINE = "duckduckgo"
+MAX_ANSWER_BYTES = 4_000_000  # a SearxNG answer of 10 results is some kB; a bigger one is not read to its end
 
 
 class SearchError(Exception):
@@ -57,8 +58,13 @@ class SearxngBackend:
             async with httpx.AsyncClient(
                 timeout=self.timeout, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
             ) as client:
-                resp = await client.get(endpoint, params={"q": query, "format": "json"})
-                return resp.status_code, resp.content
+                async with client.stream("GET", endpoint, params={"q": query, "format": "json"}) as resp:
+                    body = bytearray()
+                    async for chunk in resp.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_ANSWER_BYTES:
+                            raise SearchError(f"SearxNG answer over {MAX_ANSWER_BYTES // 1_000_000} MB: not read")
+                    return resp.status_code, bytes(body)
         except httpx.TimeoutException:
             raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -124,7 +130,7 @@ class DdgsBackend:
         if self.endpoint:
             engine.search_url = self.endpoint
         try:
-            rows = engine.search(query)
+            rows = engine.search(query)  # its client's timeout bounds the whole answer (a test drips one)
         except RatelimitException as exc:
             raise SearchError(f"DuckDuckGo rate limit: {exc}") from None
         except TimeoutException:
