@@ -400,8 +400,7 @@ class Pipeline:
 
     def _knows(self, questions: Sequence[str]) -> list[bool | None]:
         """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
-        knows = getattr(self.evaluator, "knows", None)
-        verdicts = knows(list(questions)) if knows is not None else None
+        verdicts = self.evaluator.knows(list(questions))
         return list(verdicts) if verdicts is not None else [None] * len(questions)
 
     def _judge(

@@ -318,8 +318,11 @@ def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
     if pipeline.generator is not None:
         pipeline.generator.load()
-    if uses_evaluator(mode, pipeline.task) and (mode != "rag" or hasattr(pipeline.evaluator, "knows")):
-        pipeline.evaluator.load()  # (plain RAG only asks a domain, which an evaluator without ``knows`` lacks)
+    if uses_evaluator(mode, pipeline.task):
+        if mode == "rag":
+            pipeline.evaluator.knows([])  # plain RAG only asks a domain: this loads what an evaluator needs for it
+        else:
+            pipeline.evaluator.load()
     if mode in ("crag", "rag+web"):
         if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:
             pipeline.web.generator.load()

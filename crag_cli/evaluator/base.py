@@ -29,6 +29,10 @@ class Evaluator(Protocol):
         """One score in [-1, 1] per (question, text) pair, in input order."""
         ...
 
+    def knows(self, questions: Sequence[str]) -> list[bool] | None:
+        """Whether each question is like those it was trained on (its domain); ``None``: it stores no domain."""
+        ...
+
 
 def _quiet_transformers() -> None:
     """No weight-loading progress bars or advisory warnings from transformers on stderr."""

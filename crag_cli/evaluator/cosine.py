@@ -36,6 +36,10 @@ class MiniLMEvaluator:
         self._tokenizer = None
         self.forward_passes = 0
 
+    def knows(self, questions: Sequence[str]) -> None:
+        """It stores no domain: it cannot tell."""
+        return None
+
     def load(self) -> None:
         """Load the model now (it is otherwise loaded on the first score)."""
         if self._model is not None:

@@ -46,6 +46,10 @@ class T5Evaluator:
                 f"{self.path} is not a T5 checkpoint (no config.json) nor a trained evaluator (no {MANIFEST})"
             )
 
+    def knows(self, questions: Sequence[str]) -> None:
+        """It stores no domain: it cannot tell."""
+        return None
+
     def load(self) -> None:
         """Load the model now (it is otherwise loaded on the first score)."""
         if self._model is not None:

@@ -235,7 +235,7 @@ class CrossEncoderEvaluator:
         torch.set_grad_enabled(False)
 
     def _load_domain(self, manifest: dict) -> None:
-        """Read the domain stored with it (:mod:`crag_cli.train.domain`), if any; its sha256 was checked on load."""
+        """Read the domain stored with it (:mod:`crag_cli.evaluator.domain`), if any; its sha256 was checked on load."""
         import numpy as np
 
         entry = manifest.get("domain")
@@ -258,9 +258,9 @@ class CrossEncoderEvaluator:
 
         A question is in the domain when the base encoder's cosine to its
         nearest training question reaches the stored cut
-        (:func:`crag_cli.train.domain.nearest_cosines`).
+        (:func:`crag_cli.evaluator.domain.nearest_cosines`).
         """
-        from ..train.domain import nearest_cosines
+        from .domain import nearest_cosines
 
         self.load()
         if self._domain is None:

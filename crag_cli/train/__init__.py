@@ -42,7 +42,8 @@ from .data import (
     validation_metrics,
     write_labelled_pairs,
 )
-from .fit import OWN_FILES, check_output_folder, fit_topic_guard, model_card, train
+from .card import model_card
+from .fit import OWN_FILES, check_output_folder, fit_topic_guard, train
 from .synthetic import MAX_ANSWER_WORDS, SYNTHETIC_PROMPT, parse_synthetic, synthetic_pairs
 
 __all__ = [

@@ -27,32 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-DOMAIN_FILE = "domain-questions.npy"
+from ..evaluator.domain import DOMAIN_FILE, nearest_cosines  # noqa: F401  (what an evaluator reads of its domain)
+
 QUANTILE = 0.05  # the share of in-domain (validation) questions a cut may call out of the domain
-
-
-def nearest_cosines(embeddings: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """Each row's cosine to its nearest row of ``known`` (both L2-normalised).
-
-    Parameters
-    ----------
-    embeddings : ndarray, shape (n, dim)
-    known : ndarray, shape (m, dim)
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        ``-1`` for every row when ``known`` is empty.
-
-    Examples
-    --------
-    >>> known = np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> nearest_cosines(np.array([[0.6, 0.8], [1.0, 0.0]]), known).round(2).tolist()
-    [0.8, 1.0]
-    """
-    if len(known) == 0:
-        return np.full(len(embeddings), -1.0)
-    return (np.asarray(embeddings, dtype=np.float32) @ np.asarray(known, dtype=np.float32).T).max(axis=1)
 
 
 def domain_cut(validation_cosines: Sequence[float], quantile: float = QUANTILE) -> float:
@@ -109,7 +86,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     from ..evaluator.trained import read_trained
     from ..records import read_questions
     from .data import question_fingerprint, seen_questions
-    from .fit import model_card
+    from .card import model_card
 
     from transformers import AutoConfig
 

@@ -25,6 +25,7 @@ from ..evaluator import (
 )
 from ..index import is_crag_index
 
+from .card import model_card
 from .data import (
     LabelledPair,
     TrainConfig,
@@ -401,81 +402,3 @@ def _replace_folder(new: Path, out: Path) -> None:
         raise
     if old is not None:
         files.remove(old)
-
-
-def model_card(card: dict) -> str:
-    """The README.md written beside a trained evaluator: data, counts, settings, scores, time."""
-    c = card["calibration"]
-    lines = [
-        "# crag retrieval evaluator",
-        "",
-        f"A cross-encoder made by `crag train-evaluator` (crag {card['crag_version']}): a LoRA adapter "
-        f"and a one-logit head over `{card['base']}`; score = tanh(logit / 2) in [-1, 1].",
-        "Use it with `--evaluator minilm:THIS_FOLDER` (or the folder's path alone).",
-        "",
-        "## Data",
-        "",
-        card["data"]["note"] or "(no note)",
-        "",
-        "| | questions | pairs | positive pairs |",
-        "|---|---|---|---|",
-        f"| training | {card['data']['train_questions']} | {card['data']['train_pairs']} | {card['data']['train_positive']} |",
-        f"| validation | {card['data']['validation_questions']} | {card['data']['validation_pairs']} "
-        f"| {card['data']['validation_positive']} |",
-        "",
-        "The manifest lists these questions' fingerprints (`data.seen`), so that `crag evaluator-test` and the "
-        "benchmarks name a test on them in-sample.",
-        "",
-        "## Validation after each epoch",
-        "",
-        "Pair accuracy at score 0 (probability 0.5), pair AUC, action accuracy with thresholds fitted on the "
-        "validation questions (Ambiguous = half right).",
-        "",
-        "| epoch | pair accuracy | AUC | action accuracy | actions |",
-        "|---|---|---|---|---|",
-    ]
-    for i, m in enumerate(card["validation_by_epoch"], 1):
-        mark = " (kept)" if i == card["best_epoch"] else ""
-        lines.append(f"| {i}{mark} | {m['pair_accuracy']} | {m['auc']} | {m['action_accuracy']} | {m['actions']} |")
-    lines += [
-        "",
-        "## Thresholds (calibrated on the validation questions only)",
-        "",
-        f"upper {card['thresholds']['upper']}, lower {card['thresholds']['lower']}, strip filter "
-        f"{card['thresholds']['filter']}; action accuracy {c['action_accuracy']}, actions {c['actions']}, "
-        f"Correct right {c['correct_precision']}, Incorrect right {c['incorrect_precision']}.",
-        "",
-        "Topic guard: "
-        + (
-            "none."
-            if not card.get("topic_guard")
-            else f"a pair whose base-encoder cosine reaches {card['topic_guard']['cosine']} scores at least "
-            f"{card['topic_guard']['score']} (the lower threshold): on-topic passages are never discarded."
-            if guard_can_lift(card["thresholds"]["upper"], card["thresholds"]["lower"])
-            else f"stored (cosine {card['topic_guard']['cosine']}) but off with the stored thresholds (lower not below "
-            "upper); it lifts on-topic pairs to a --lower set below --upper."
-        ),
-        "",
-        "Domain: "
-        + (
-            "none: every question may be judged Correct."
-            if not card.get("domain")
-            else f"a question whose nearest of the {card['domain']['training_questions']} training questions "
-            f"(`{card['domain']['file']}`, base-encoder cosine) is below {card['domain']['cosine']} is out of it, "
-            "never judged Correct (crag's --domain-guard); the cut is the "
-            f"{card['domain']['quantile']} quantile of the validation questions' ({card['domain']['validation_out']} "
-            f"of {card['domain']['validation_questions']} out)."
-        ),
-        "",
-        *[f"- {note}" for note in c.get("notes", [])],
-        "",
-        "## Settings",
-        "",
-        "```json",
-        json.dumps(card["settings"], indent=1),
-        "```",
-        "",
-        f"{card['trainable_parameters']:,} trainable parameters; trained in {card['seconds']} s.",
-        "",
-    ]
-    return "\n".join(lines)
