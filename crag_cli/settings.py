@@ -43,7 +43,15 @@ class SettingsError(ValueError):
 
 
 def setting(
-    default: Any, help: str, group: str, flags: tuple[str, ...] = (), *, answers: bool, **constraints: Any
+    default: Any,
+    help: str,
+    group: str,
+    flags: tuple[str, ...] = (),
+    *,
+    answers: bool,
+    why: str = "",
+    everyday: bool = False,
+    **constraints: Any,
 ) -> Any:
     """Declare one setting: default, help text, group, flags, whether it changes answers, pydantic constraints.
 
@@ -52,9 +60,16 @@ def setting(
     record says: those settings are a batch's resume identity
     (:func:`answer_settings`). It has no default, so that every new setting is
     classified where it is declared.
+
+    ``help`` is one short line (``--help`` adds its range and default; a test
+    keeps the whole under 100 characters); ``why`` is the longer account (how
+    it acts, why its default), which the settings table in docs/commands.md
+    lists under the table. ``everyday`` settings are the ones ``crag COMMAND
+    --help`` shows; the others are expert options, shown by ``--help-all``
+    and taken by every command line all the same.
     """
     assert group in GROUPS, group
-    extra = {"group": group, "flags": list(flags), "answers": answers}
+    extra = {"group": group, "flags": list(flags), "answers": answers, "why": why, "everyday": everyday}
     return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
@@ -63,21 +78,26 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False, frozen=False)
 
-    index: Path = setting(Path(".crag-index"), "Index directory.", "index", answers=True)
-    top_k: int = setting(10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), answers=True, ge=1, le=1000)
+    index: Path = setting(Path(".crag-index"), "Index directory.", "index", answers=True, everyday=True)
+    top_k: int = setting(
+        10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), answers=True, everyday=True, ge=1, le=1000
+    )
     evaluator: str = setting(
         "minilm",
-        "Retrieval evaluator: minilm (embedded, trained), minilm:PATH or PATH (made by crag train-evaluator), "
-        "t5:PATH, or minilm-cosine (the untrained cosine, for comparison).",
+        "Retrieval evaluator: minilm, minilm:PATH or PATH, t5:PATH, minilm-cosine.",
         "evaluator",
         answers=True,
+        everyday=True,
+        why="minilm is the embedded, trained evaluator; minilm:PATH or PATH one made by `crag train-evaluator`; "
+        "t5:PATH the paper's T5 evaluator; minilm-cosine the untrained cosine, for comparison.",
     )
     batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", answers=False, ge=1, le=4096)
     max_length: int = setting(
         512,
-        "Evaluator input tokens kept per pair (MiniLM stops at 256, its training length).",
+        "Evaluator input tokens kept per pair.",
         "evaluator",
         answers=True,
+        why="MiniLM stops at 256, its training length.",
         ge=16,
         le=512,
     )
@@ -100,162 +120,178 @@ class Settings(BaseModel):
     )
     lexical_support: float = setting(
         0.5,
-        "Lexical support: a retrieved passage that scores at least the filter threshold and holds more than this "
-        "share of the question's term weight (IDF) is supported by its words. Retrieval with a supported passage "
-        "is not judged Incorrect (Ambiguous instead: its passages are read first, beside the web's), and Correct "
-        "keeps a supported passage. 1: off (the paper's evaluator-only rule).",
+        "Share of the question's term weight that makes a passage supported; 1: off.",
         "action",
         answers=True,
+        why="A retrieved passage that scores at least the filter threshold and holds more than this share of the "
+        "question's term weight (IDF) is supported by its words. Retrieval with a supported passage is not judged "
+        "Incorrect (Ambiguous instead: its passages are read first, beside the web's), and Correct keeps a "
+        "supported passage. 1: off (the paper's evaluator-only rule).",
         ge=0,
         le=1,
     )
     domain_guard: bool = setting(
         True,
-        "Judge Correct only questions like those the evaluator was trained on (an evaluator that stores its "
-        "domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its passages read "
-        "first, beside the web's), because the evaluator's sureness does not carry to another kind of question. "
-        "--any-domain: the paper's rule.",
+        "Judge Correct only in the evaluator's domain; --any-domain: the paper's rule.",
         "action",
         ("--domain-guard/--any-domain",),
         answers=True,
+        why="Judge Correct only questions like those the evaluator was trained on (an evaluator that stores its "
+        "domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its passages read "
+        "first, beside the web's), because the evaluator's sureness does not carry to another kind of question.",
     )
     strip_mode: Literal[STRIP_MODES] = setting(  # type: ignore[valid-type]
         "excerption",
-        "How web pages (and, with --refine, the retrieved passages) are cut into strips: "
-        + ", ".join(STRIP_MODES)
-        + ".",
+        "How web pages (and, with --refine, passages) are cut into strips.",
         "refine",
         answers=True,
     )
     strips: int = setting(
         5,
-        "Strips the generator gets, of the passages and the web pages in all (Ambiguous: the leading source's "
-        "--strips-correct, then the other's; out of the evaluator's domain, see --outside-words).",
+        "Strips the generator gets, of the passages and the web pages in all.",
         "refine",
         answers=True,
+        why="Ambiguous: the leading source's --strips-correct, then the other's; out of the evaluator's domain, "
+        "see --outside-words.",
         ge=1,
         le=100,
     )
     strips_correct: int = setting(
         3,
-        "Strips kept when the action is Correct (the evaluator is sure): fewer distractors (the first kept "
-        "passages in retrieval order). Ambiguous reads as many of its leading source (the passages when one has "
-        "lexical support, else the web's strips) before the other's (out of the evaluator's domain, passages "
-        "that lead: --outside-words).",
+        "Strips kept when the action is Correct, the evaluator sure.",
         "refine",
         answers=True,
+        why="Fewer distractors (the first kept passages in retrieval order). Ambiguous reads as many of its "
+        "leading source (the passages when one has lexical support, else the web's strips) before the other's "
+        "(out of the evaluator's domain, passages that lead: --outside-words).",
         ge=1,
         le=100,
     )
     refine: bool = setting(
         False,
-        "Cut the retrieved passages into strips too (web pages always are); off: each kept passage is one strip, "
-        "whole (a passage is at most the index's 100 words; cutting it lost the sentences around the answer).",
+        "Cut the retrieved passages into strips too (web pages always are).",
         "refine",
         answers=True,
+        why="Off: each kept passage is one strip, whole (a passage is at most the index's 100 words; cutting it "
+        "lost the sentences around the answer).",
     )
     ranking: Literal[RANKINGS] = setting(  # type: ignore[valid-type]
         "fused",
-        "Strongest strips (the web's, and the passages' with --refine; whole passages keep their retrieval order): "
-        "fused (the evaluator's score fused with the retrieval order) or evaluator (the score alone, as in the paper).",
+        "Strip ranking: fused = score and retrieval order; evaluator = score alone.",
         "refine",
         answers=True,
+        why="Ranks the web's strips, and the passages' with --refine (whole passages keep their retrieval order): "
+        "fused is the evaluator's score fused with the retrieval order, evaluator the score alone, as in the paper.",
     )
     knowledge_words: int = setting(
         300,
-        "Most words of knowledge the generator gets in crag mode from each source: the first strips in reading order "
-        "until this many (at least one); Ambiguous reads up to this many of the passages and of the web's strips "
-        "each (out of the evaluator's domain, passages that lead: --outside-words). 300 is what plain RAG with "
-        "k = 3 gives of 100-word passages.",
+        "Most words of knowledge the generator gets per source in crag mode.",
         "refine",
         answers=True,
+        why="The first strips in reading order until this many (at least one); Ambiguous reads up to this many of "
+        "the passages and of the web's strips each (out of the evaluator's domain, passages that lead: "
+        "--outside-words). 300 is what plain RAG with k = 3 gives of 100-word passages.",
         ge=10,
         le=100000,
     )
     outside_words: int = setting(
         700,
-        "Most words of passages an Ambiguous question outside the evaluator's domain reads (--domain-guard, with "
-        "an evaluator that knows its domain, as the embedded one does) when its passages lead (one has lexical "
-        "support or scores at least the upper threshold): the kept passages in retrieval order, as plain RAG reads "
-        "them (with --refine, their best --strips strips), then --strips minus --strips-correct of the web's strips "
-        "within --knowledge-words. Out of its domain the evaluator cannot pick the passages, and the answer is "
-        "often in one past the third. 0: --strips-correct passages within --knowledge-words, as in the domain.",
+        "Passage words read out of the evaluator's domain when passages lead.",
         "refine",
         answers=True,
+        why="Most words of passages an Ambiguous question outside the evaluator's domain reads (--domain-guard, "
+        "with an evaluator that knows its domain, as the embedded one does) when its passages lead (one has "
+        "lexical support or scores at least the upper threshold): the kept passages in retrieval order, as plain "
+        "RAG reads them (with --refine, their best --strips strips), then --strips minus --strips-correct of the "
+        "web's strips within --knowledge-words. Out of its domain the evaluator cannot pick the passages, and the "
+        "answer is often in one past the third. 0: --strips-correct passages within --knowledge-words, as in the "
+        "domain.",
         ge=0,
         le=100000,
     )
     read_first: int = setting(
         0,
-        "Experimental: words of passages read first; the rest only if that answer is not confidently in them.",
+        "Experimental: passage words read first; the rest only if unsure.",
         "refine",
         answers=True,
+        why="Experimental: words of passages read first; the rest only if that answer is not confidently in them "
+        "(--min-confidence).",
         ge=0,
         le=100000,
     )
     min_confidence: float = setting(
         -0.3,
-        "With --read-first: the first answer's least mean token log-probability to stand by it.",
+        "With --read-first: least mean token log-prob to keep the first answer.",
         "refine",
         answers=True,
+        why="With --read-first: the first answer's least mean token log-probability to stand by it.",
         ge=-100,
         le=0,
     )
     model: str = setting(
         DEFAULT_MODEL,
-        "Generator: " + ", ".join(EMBEDDED) + " (the embedded models: docs/models.md) or a .gguf path.",
+        "Generator: an embedded model (docs/models.md) or a .gguf path.",
         "generator",
         answers=True,
+        everyday=True,
+        why="The embedded models: " + ", ".join(EMBEDDED) + " (docs/models.md).",
     )
     task: Literal[TASK_CHOICES] = setting(  # type: ignore[valid-type]
         "auto",
-        "Prompt: "
-        + ", ".join(TASK_CHOICES)
-        + " (docqa: the reference's sentence unless a name or the like is asked for; auto: docqa for a question "
-        "out of the evaluator's domain, such as one about your own documents, else popqa's short phrase).",
+        "Prompt; auto: docqa out of the evaluator's domain, else popqa.",
         "generator",
         answers=True,
+        everyday=True,
+        why="docqa: the reference's sentence unless a name or the like is asked for; auto: docqa for a question "
+        "out of the evaluator's domain, such as one about your own documents, else popqa's short phrase.",
     )
     max_tokens: Optional[int] = setting(
-        None, "Tokens to generate (default: per task).", "generator", answers=True, ge=1, le=8192
+        None, "Tokens to generate; default: per task.", "generator", answers=True, ge=1, le=8192
     )
     model_knowledge: bool = setting(
         False,
-        "When nothing is found (no passage read, no web), answer from the model's own memory (basis: model).",
+        "When nothing is read, answer from the model's own memory.",
         "generator",
         answers=True,
+        why="Nothing is read when no passage is retrieved or kept and the web gives nothing: the answer is then "
+        "a not-found line, or with this flag the model's own memory (the record's basis: model).",
     )
     n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
     temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)
     seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)
     threads: Optional[int] = setting(
-        None, "CPU threads for generation (default: all cores).", "generator", answers=False, ge=1, le=1024
+        None, "CPU threads for generation; default: all cores.", "generator", answers=False, ge=1, le=1024
     )
-    web: Literal[WEB_BACKENDS] = setting("none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True)  # type: ignore[valid-type]
-    searxng_url: Optional[str] = setting(None, "Base URL of a SearxNG instance (http or https).", "web", answers=True)
+    web: Literal[WEB_BACKENDS] = setting(  # type: ignore[valid-type]
+        "none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True, everyday=True
+    )
+    searxng_url: Optional[str] = setting(
+        None, "Base URL of a SearxNG instance (http or https).", "web", answers=True, everyday=True
+    )
     rewrite: Literal[REWRITES] = setting(  # type: ignore[valid-type]
         "words",
-        "How the question becomes the web search query: words (its content words, no model: instant), model (the "
-        "generator's few-shot keyword query, at most --rewrite-tokens tokens; content words when its output is not "
-        "one), none (the question itself).",
+        "How the question becomes the web search query.",
         "web",
         answers=True,
+        why="words: its content words, no model: instant; model: the generator's few-shot keyword query, at most "
+        "--rewrite-tokens tokens (content words when its output is not one); none: the question itself.",
     )
     rewrite_tokens: int = setting(
         24,
-        "Most tokens the generator writes for the keyword query with --rewrite model (bounds the rewrite's time).",
+        "Most tokens of the generator's keyword query with --rewrite model.",
         "web",
         answers=True,
+        why="Bounds the rewrite's time.",
         ge=4,
         le=256,
     )
     web_results: int = setting(5, "Result pages to fetch.", "web", answers=True, ge=1, le=50)
     strips_scored: int = setting(
         10,
-        "Web strips the evaluator scores per question: the best by BM25 within the fetched pages (a bound on the "
-        "web's cost: about 0.04 s a strip on 2 cores).",
+        "Web strips the evaluator scores per question, the best by BM25.",
         "web",
         answers=True,
+        why="The best by BM25 within the fetched pages: a bound on the web's cost (about 0.04 s a strip on 2 cores).",
         ge=1,
         le=10000,
     )
@@ -264,9 +300,10 @@ class Settings(BaseModel):
     cache: bool = setting(True, "Use the on-disk web cache.", "web", answers=False)
     fetch_timeout: float = setting(
         10.0,
-        "Connect/read timeout per page and search, seconds; a whole page, or a SearxNG answer, has twice it.",
+        "Connect/read timeout per page and search, seconds.",
         "web",
         answers=False,
+        why="A whole page, or a SearxNG answer, has twice it.",
         gt=0,
         le=600,
     )
@@ -275,7 +312,7 @@ class Settings(BaseModel):
     )
     cache_ttl: float = setting(7 * 24 * 3600.0, "Web cache expiry, seconds.", "web", answers=False, ge=0)
     cache_max_mb: float = setting(
-        200.0, "Web cache size bound, MB (oldest entries go first).", "web", answers=False, gt=0
+        200.0, "Web cache size bound in MB; the oldest entries go first.", "web", answers=False, gt=0
     )
 
     @field_validator("index", mode="after")
@@ -360,6 +397,16 @@ def group(name: str) -> str:
 def changes_answers(name: str) -> bool:
     """Whether the setting was declared as one that can change a record's answer."""
     return bool(Settings.model_fields[name].json_schema_extra["answers"])  # type: ignore[index]
+
+
+def everyday(name: str) -> bool:
+    """Whether ``crag COMMAND --help`` shows the setting's option (the others only ``--help-all``)."""
+    return bool(Settings.model_fields[name].json_schema_extra["everyday"])  # type: ignore[index]
+
+
+def why(name: str) -> str:
+    """The longer account of a setting, beyond its one line of help (``""`` when the line says it all)."""
+    return str(Settings.model_fields[name].json_schema_extra["why"])  # type: ignore[index]
 
 
 def answer_settings() -> tuple[str, ...]:
@@ -447,20 +494,32 @@ def bounds(name: str) -> str:
     return ", ".join(parts)
 
 
+def _short_bounds(name: str) -> str:
+    """The allowed range as ``--help`` shows it: ``1 to 1000`` for a closed range, else as :func:`bounds`."""
+    limits = {}
+    for m in Settings.model_fields[name].metadata:
+        for attr in ("ge", "gt", "le", "lt"):
+            if getattr(m, attr, None) is not None:
+                limits[attr] = getattr(m, attr)
+    if set(limits) == {"ge", "le"}:
+        return f"{limits['ge']} to {limits['le']}"
+    return bounds(name)
+
+
 def help_text(name: str) -> str:
-    """The option's help: description, range, default (for ``--help`` and the table in docs/commands.md)."""
-    info = Settings.model_fields[name]
-    text = info.description or ""
-    allowed = bounds(name)
-    if allowed:
-        text += f" Range: {allowed}."
+    """The option's one line of help: description, range, default (``Passages to retrieve (1 to 1000; default: 10)``)."""
+    text = (Settings.model_fields[name].description or "").rstrip(".")
+    extra = [_short_bounds(name)] if bounds(name) else []
     if default_text(name) is not None:
-        text += f" (default: {default_text(name)})"
-    return text
+        extra.append(f"default: {default_text(name)}")
+    return f"{text} ({'; '.join(extra)})" if extra else f"{text}."
 
 
 def markdown_table() -> str:
-    """The table of settings in docs/commands.md, made from the declarations (a test checks it is exactly this)."""
+    """The table of settings in docs/commands.md, made from the declarations (a test checks it is exactly this).
+
+    Under the table: which settings ``--help`` shows, then each setting's longer account (its ``why``).
+    """
     rows = [
         "| flag | setting (`crag.toml` key, `CRAG_*` variable) | default | allowed | what |",
         "|---|---|---|---|---|",
@@ -473,6 +532,16 @@ def markdown_table() -> str:
             f"| {' '.join(f'`{d}`' for d in decls)} | `{name}` | {shown} | {allowed} | "
             f"{Settings.model_fields[name].description} |"
         )
+    shown_by_help = ", ".join(f"`{flag(n).split('/')[0]}`" for n in field_names() if everyday(n))
+    rows += [
+        "",
+        f"`crag COMMAND --help` shows the everyday settings ({shown_by_help}) and the command's own everyday "
+        "options; `crag COMMAND --help-all` shows every option, each in its panel. Every option works either way.",
+        "",
+        "More on the settings whose line above is not the whole story:",
+        "",
+    ]
+    rows += [f"- `{flag(n).split('/')[0]}`: {why(n)}" for n in field_names() if why(n)]
     return "\n".join(rows) + "\n"
 
 
@@ -486,6 +555,8 @@ __all__ = [
     "option_decls",
     "help_text",
     "markdown_table",
+    "everyday",
+    "why",
     "answer_settings",
     "changes_answers",
     "stage_settings",

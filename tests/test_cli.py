@@ -348,3 +348,57 @@ def test_no_refine_gives_whole_passages(built_index, tiny_gguf):
     texts = {p.id: p.text for p in BM25Index.load(built_index).passages}
     assert [k["text"] for k in rec["internal_knowledge"]] == [texts[s["id"]] for s in rec["scores"]]
     assert "refine" not in rec["timings"]
+
+
+# ----------------------------------------------------------------------------- help
+
+
+def _help(*args: str) -> str:
+    r = runner.invoke(app, list(args), terminal_width=100, env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.mark.parametrize("command", ["ask", "batch"])
+def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(command):
+    from crag_cli.settings import everyday, field_names, flag
+
+    short, full = _help(command, "--help"), _help(command, "--help-all")
+    assert len(short.splitlines()) <= 60, short
+    assert max(len(line) for line in short.splitlines()) <= 100
+    assert "--help-all" in short and "--outside-words" not in short and "--outside-words" in full
+    assert "Refinement" not in short and "Refinement" in full  # an expert panel, shown by --help-all only
+    for name in field_names():
+        row = f"│ {flag(name).split('/')[0]} "  # the option's own row, not a mention in another's help
+        assert row in full, name
+        assert (row in short) == everyday(name), name
+    assert "<bool>" not in short + full  # a flag takes no value: it shows no type
+
+
+def test_every_option_of_every_command_has_one_line_of_help_of_at_most_100_characters():
+    import typer
+
+    from crag_cli.settings import field_names, help_text
+
+    for name in field_names():
+        assert "\n" not in help_text(name) and len(help_text(name)) <= 100, (name, help_text(name))
+    group = typer.main.get_command(app)
+    commands = [group, *group.commands.values()]
+    for command in commands:
+        ctx = command.make_context(command.name, [], resilient_parsing=True)
+        for param in command.get_params(ctx):
+            text = getattr(param, "help", None) or ""
+            if param.param_type_name == "option":
+                assert text and "\n" not in text and len(text) <= 100, (command.name, param.name, text)
+
+
+def test_an_expert_option_works_without_help_all(tmp_path):
+    import typer
+
+    group = typer.main.get_command(app)
+    ctx = group.commands["ask"].make_context("ask", ["Who?", "--outside-words", "500", "--no-refine"])
+    assert ctx.params["outside_words"] == "500" and ctx.params["refine"] is False
+    ctx = group.commands["batch"].make_context("batch", ["q.jsonl", "--overwrite", "--ray-address", "h:6379"])
+    assert ctx.params["overwrite"] is True and ctx.params["ray_address"] == "h:6379"
+    r = invoke("ask", "Who?", "--outside-words", "500", "--index", tmp_path / "none")
+    assert r.exit_code == 1 and "no such option" not in r.stderr

@@ -29,7 +29,7 @@ def test_readme_main_command_uses_existing_options():
     assert CliRunner().invoke(app, ["index", "--help"]).exit_code == 0
     flags = set(re.findall(r"`(--[a-z-]+)", (ROOT / "README.md").read_text()))
     helps = "".join(
-        CliRunner().invoke(app, [c, "--help"], terminal_width=200, env={"COLUMNS": "250"}).output
+        CliRunner().invoke(app, [c, "--help-all"], terminal_width=200, env={"COLUMNS": "250"}).output
         for c in ("index", "evaluate", "ask", "batch", "calibrate", "evaluator-test", "train-evaluator")
     )
     helps += (ROOT / "benchmarks" / "popqa.py").read_text()  # the benchmark's own flags (--sample, ...)
@@ -52,7 +52,7 @@ def test_every_setting_has_an_option_on_ask_and_batch():
     from crag_cli.settings import field_names, option_decls
 
     for command in ("ask", "batch"):
-        help_text = CliRunner().invoke(app, [command, "--help"], terminal_width=250).output
+        help_text = CliRunner().invoke(app, [command, "--help-all"], terminal_width=250).output
         for name in field_names():
             assert option_decls(name)[-1].split("/")[0] in help_text, (command, name)
 

@@ -22,6 +22,7 @@ from ..settings import Settings
 from .base import (
     ALL_SETTINGS,
     EVAL_SETTINGS,
+    CragCommand,
     JsonOut,
     _check_question,
     _input_file,
@@ -45,7 +46,7 @@ IncludeHiddenOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=CragCommand)
 @setting_options("index")
 def index(
     ctx: typer.Context,
@@ -134,7 +135,7 @@ def _evaluation_record(result) -> dict:
     return {k: rec[k] for k in keys}
 
 
-@app.command()
+@app.command(cls=CragCommand)
 @setting_options(*EVAL_SETTINGS)
 def evaluate(
     ctx: typer.Context,
@@ -254,7 +255,7 @@ def _show_knowledge(result) -> None:
             err.print(note, markup=False)
 
 
-@app.command()
+@app.command(cls=CragCommand)
 @setting_options(*ALL_SETTINGS)
 def ask(
     ctx: typer.Context,
@@ -302,7 +303,8 @@ def ask(
 
 
 # ----------------------------------------------------------------------------- batch
-# crag batch's own options (the settings' options are made from their declarations)
+# crag batch's own options (the settings' options are made from their declarations); hidden=True: an expert
+# option, left out of --help and shown by --help-all
 QuestionsArg = Annotated[
     Path, typer.Argument(help="JSONL (- = stdin): question, optional id, answers (gold aliases), task.")
 ]
@@ -316,33 +318,38 @@ ResumeOpt = Annotated[
     bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
 ]
 RetryErrorsOpt = Annotated[
-    bool, typer.Option("--retry-errors", help="With --resume: also redo the records that ended in an error.")
+    bool,
+    typer.Option("--retry-errors", hidden=True, help="With --resume: also redo the records that ended in an error."),
 ]
-OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an --output file that crag did not write.")]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", hidden=True, help="Replace an --output file that crag did not write.")
+]
 WorkersOpt = Annotated[
     int,
     typer.Option(
         min=1,
         max=64,
-        help="Worker processes, each loading the models once; --threads (default: all cores) is split "
-        "between them. Records stay in input order.",
+        help="Worker processes, each loading the models once; --threads is split between them.",
     ),
 ]
 RayOpt = Annotated[
     bool,
     typer.Option(
         "--ray",
-        help="Answer with Ray actors, one per --workers (default 2 with --ray): a local Ray on 127.0.0.1, "
-        "or the cluster at --ray-address. Needs pip install 'crag-cli\\[ray]'.",
+        help="Answer with Ray actors, one per --workers (default 2 with --ray); pip install 'crag-cli\\[ray]'.",
     ),
 ]
 RayAddressOpt = Annotated[
     Optional[str],
-    typer.Option(metavar="ADDRESS", help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001."),
+    typer.Option(
+        metavar="ADDRESS",
+        hidden=True,
+        help="With --ray (implied): a running Ray cluster, HOST:6379 or ray://HOST:10001.",
+    ),
 ]
 
 
-@app.command()
+@app.command(cls=CragCommand)
 @setting_options(*ALL_SETTINGS)
 def batch(
     ctx: typer.Context,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import sys
@@ -10,7 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 try:  # typer >= 0.2x carries its own copy of click
     from typer._click import exceptions as click_exceptions
@@ -49,6 +50,32 @@ class CragGroup(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+class CragCommand(TyperCommand):
+    """A crag command: its flags show no type in the help (typer would print ``<bool>`` as if they took a value).
+
+    Expert options are declared ``hidden=True`` (a setting not declared
+    ``everyday``, a command's own option marked so): click leaves a hidden
+    option out of ``--help`` but parses it like any other, so it works on every
+    command line. ``--help-all`` (see :func:`setting_options`) shows them.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            _no_flag_type(param)
+
+    def get_help_option(self, ctx):  # noqa: D102 - click's --help, a flag like the others
+        option = super().get_help_option(ctx)
+        if option is not None:
+            _no_flag_type(option)
+        return option
+
+
+def _no_flag_type(param: Any) -> None:
+    if getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
 
 
 def _lower_first(text: str) -> str:
@@ -110,27 +137,49 @@ _METAVARS = {int: "INTEGER", float: "NUMBER", Path: "PATH", str: "TEXT"}
 
 
 def _option(name: str) -> Any:
-    """The typer annotation of one setting's option (values reach pydantic as given, so every source is checked alike)."""
+    """The typer annotation of one setting's option (values reach pydantic as given, so every source is checked alike).
+
+    A setting not declared ``everyday`` is an expert option: hidden from ``--help``, shown by ``--help-all``.
+    """
     kind = settings_decl.value_type(name)
-    panel = PANELS[settings_decl.group(name)]
-    help_text = settings_decl.help_text(name)
+    common = {
+        "help": settings_decl.help_text(name),
+        "rich_help_panel": PANELS[settings_decl.group(name)],
+        "show_default": False,
+        "hidden": not settings_decl.everyday(name),
+    }
     if kind is bool:
-        return Annotated[
-            Optional[bool],
-            typer.Option(*settings_decl.option_decls(name), help=help_text, rich_help_panel=panel, show_default=False),
-        ]
+        return Annotated[Optional[bool], typer.Option(*settings_decl.option_decls(name), **common)]
     options = settings_decl.choices(name)
     metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
-    return Annotated[
-        Optional[str],
-        typer.Option(
-            *settings_decl.option_decls(name),
-            help=help_text,
-            metavar=metavar,
-            rich_help_panel=panel,
-            show_default=False,
-        ),
-    ]
+    return Annotated[Optional[str], typer.Option(*settings_decl.option_decls(name), metavar=metavar, **common)]
+
+
+def _show_all(ctx: typer.Context, value: bool) -> None:
+    """``--help-all``: the command's help with its expert (hidden) options shown too, each in its panel.
+
+    An eager flag, as ``--help`` is: click runs its callback before the other
+    parameters are checked (a missing QUESTION does not stop it). It prints the
+    help of a copy of the command whose parameters are copies with ``hidden``
+    off, so the one help formatter draws both helps and the command itself is
+    left as it was.
+    """
+    if not value or ctx.resilient_parsing:
+        return
+    full = copy.copy(ctx.command)
+    full.params = [copy.copy(p) for p in ctx.command.params]
+    for param in full.params:
+        param.hidden = False
+    typer.echo(full.get_help(ctx), color=ctx.color)
+    raise typer.Exit()
+
+
+HelpAllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--help-all", is_eager=True, callback=_show_all, help="Show every option, the expert ones too, and exit."
+    ),
+]
 
 
 def setting_options(*names: str):
@@ -138,7 +187,10 @@ def setting_options(*names: str):
 
     The command declares ``ctx: typer.Context`` and ``settings: Settings``; the
     options are added to its signature, and their values merged with the
-    environment, the config file and the defaults before it runs.
+    environment, the config file and the defaults before it runs. Every such
+    command also gets ``--help-all`` (:func:`_show_all`; on ``crag index``,
+    which has no expert option, it shows what ``--help`` does); it is
+    registered with ``cls=CragCommand``.
     """
 
     def decorate(fn):
@@ -147,9 +199,13 @@ def setting_options(*names: str):
         added = [
             inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_option(n)) for n in names
         ]
+        added.append(
+            inspect.Parameter("help_all", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=HelpAllOpt)
+        )
 
         @functools.wraps(fn)
         def command(*args, **kwargs):
+            kwargs.pop("help_all", None)
             given = {n: kwargs.pop(n) for n in names}
             ctx = kwargs.get("ctx") or next(a for a in args if isinstance(a, typer.Context))
             return fn(*args, settings=_settings(ctx, given), **kwargs)

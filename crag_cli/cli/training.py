@@ -14,6 +14,7 @@ from ..settings import Settings
 
 from .base import (
     EVAL_SETTINGS,
+    CragCommand,
     JsonOut,
     _gold_questions,
     _in_sample,
@@ -44,7 +45,7 @@ WriteOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=CragCommand)
 @setting_options(*settings_decl.names_in("index", "retrieval", "evaluator"), "strip_mode")
 def calibrate(
     ctx: typer.Context,
@@ -96,7 +97,7 @@ def calibrate(
 
 
 # ----------------------------------------------------------------------------- evaluator-test
-@app.command("evaluator-test")
+@app.command("evaluator-test", cls=CragCommand)
 @setting_options(*EVAL_SETTINGS)
 def evaluator_test(
     ctx: typer.Context,
@@ -146,7 +147,8 @@ def evaluator_test(
 from ..train import TrainConfig  # noqa: E402  (its defaults are the options' defaults: one definition)
 
 
-# crag train-evaluator's own options
+# crag train-evaluator's own options; hidden=True: an expert option (the training's hyperparameters), left out
+# of --help and shown by --help-all
 TrainQuestionsArg = Annotated[
     Optional[Path], typer.Argument(help="JSONL questions with gold 'answers': their top-k passages are labelled.")
 ]
@@ -155,7 +157,7 @@ TrainOutOpt = Annotated[
     typer.Option(
         "--out",
         "-o",
-        help="Folder to write the evaluator to: new, empty, or an evaluator crag trained holding only its own files.",
+        help="Folder to write the evaluator to: new, empty, or one crag trained (holding only its files).",
     ),
 ]
 TrainPairsOpt = Annotated[
@@ -182,33 +184,39 @@ TrainBaseOpt = Annotated[
         help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH."
     ),
 ]
-TrainEpochsOpt = Annotated[int, typer.Option(min=1, max=100, help="Passes over the training pairs.")]
+TrainEpochsOpt = Annotated[int, typer.Option(min=1, max=100, hidden=True, help="Passes over the training pairs.")]
 TrainLearningRateOpt = Annotated[
-    float, typer.Option(min=1e-7, max=1.0, help="Peak learning rate (linear warm-up and decay).")
+    float, typer.Option(min=1e-7, max=1.0, hidden=True, help="Peak learning rate (linear warm-up and decay).")
 ]
-TrainBatchSizeOpt = Annotated[int, typer.Option(min=1, max=1024, help="Pairs per training step.")]
-TrainMaxLengthOpt = Annotated[int, typer.Option(min=16, max=512, help="Tokens kept per (question, passage) pair.")]
-TrainLoraROpt = Annotated[int, typer.Option(min=1, max=256, help="LoRA rank of the adapter.")]
+TrainBatchSizeOpt = Annotated[int, typer.Option(min=1, max=1024, hidden=True, help="Pairs per training step.")]
+TrainMaxLengthOpt = Annotated[
+    int, typer.Option(min=16, max=512, hidden=True, help="Tokens kept per (question, passage) pair.")
+]
+TrainLoraROpt = Annotated[int, typer.Option(min=1, max=256, hidden=True, help="LoRA rank of the adapter.")]
 TrainValidationOpt = Annotated[
     float,
     typer.Option(
         min=0.01,
         max=0.9,
-        help="Share of questions held out to pick the best epoch and calibrate the thresholds (of the gold questions, when given: other pairs then only train).",
+        hidden=True,
+        help="Share of questions held out to pick the best epoch and calibrate the thresholds.",
     ),
 ]
-TrainSeedOpt = Annotated[int, typer.Option(min=0, help="Seed of the split, the sampling and the training.")]
+TrainSeedOpt = Annotated[
+    int, typer.Option(min=0, hidden=True, help="Seed of the split, the sampling and the training.")
+]
 TrainTopicGuardOpt = Annotated[
     bool,
     typer.Option(
         "--topic-guard/--no-topic-guard",
-        help="Store a topic guard: passages the base encoder's cosine finds on topic are never discarded (encoder bases only).",
+        hidden=True,
+        help="Store a topic guard: passages the base encoder finds on topic are never discarded.",
     ),
 ]
 TrainLimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")]
 
 
-@app.command("train-evaluator")
+@app.command("train-evaluator", cls=CragCommand)
 @setting_options("index", "top_k", "model", "n_ctx", "threads", "strip_mode")
 def train_evaluator(
     ctx: typer.Context,
