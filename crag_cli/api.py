@@ -108,15 +108,15 @@ class Crag:
         from .app import BatchJob, BatchRun
 
         job = BatchJob(
-            Path(input),
-            Path(output) if output is not None else None,
-            self.mode,
-            limit,
-            resume,
-            retry_errors,
-            overwrite,
-            workers,
-            ray,
+            input=Path(input),
+            output=Path(output) if output is not None else None,
+            mode=self.mode,
+            limit=limit,
+            resume=resume,
+            retry_errors=retry_errors,
+            overwrite=overwrite,
+            workers=workers,
+            ray=ray,
         )
         run = BatchRun(self.settings, job, note or (lambda _: None))
         try:  # the models load after the input and resume checks, as in crag batch

@@ -12,7 +12,7 @@ from ..settings import Settings
 from .common import Note, _quiet, check_input_file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BatchJob:
     """What ``crag batch`` is asked to do, beside the settings.
 

@@ -377,14 +377,14 @@ def batch(
     if (ray or ray_address) and ctx.get_parameter_source("workers") is not click.core.ParameterSource.COMMANDLINE:
         workers = 2
     job = BatchJob(
-        input,
-        output,
-        mode,
-        limit,
-        resume,
-        retry_errors,
-        overwrite,
-        workers,
+        input=input,
+        output=output,
+        mode=mode,
+        limit=limit,
+        resume=resume,
+        retry_errors=retry_errors,
+        overwrite=overwrite,
+        workers=workers,
         ray=ray_address or ("local" if ray else None),
         config=(ctx.obj or {}).get("config"),
     )
