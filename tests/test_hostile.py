@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO, Callable
 
 import numpy as np
 import pytest
@@ -659,3 +661,105 @@ def test_three_hundred_hostile_lines_give_three_hundred_records_and_no_traceback
     errors = [rec for rec in records if rec["error"]]
     assert all(rec.get("line") or rec.get("id") for rec in errors)
     assert 0 < len(errors) < 300 and r.exit_code == 1
+
+
+# ----------------------------------------------------------------------------- probe 3: bombs, crowds, moving files
+
+
+W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def _docx(path: Path, body: Callable[[IO[bytes]], None] | None = None, media: int = 0) -> Path:
+    """A real .docx (python-docx) whose ``word/document.xml`` ``body`` writes (streamed: never held whole), and
+    ``media`` bytes of zeros as a picture."""
+    import io
+    import zipfile
+
+    from docx import Document
+
+    buf = io.BytesIO()
+    doc = Document()
+    doc.add_paragraph("The new lighthouse keeper is Marta Quintero.")
+    doc.save(buf)
+    src = zipfile.ZipFile(buf)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for info in src.infolist():
+            if body is None or info.filename != "word/document.xml":
+                z.writestr(info, src.read(info.filename))
+        if body is not None:
+            with z.open("word/document.xml", "w", force_zip64=True) as f:
+                f.write(f'<?xml version="1.0" encoding="UTF-8"?><w:document {W_NS}><w:body>'.encode())
+                body(f)
+                f.write(b"</w:body></w:document>")
+        if media:
+            z.compresslevel = 9  # deflate's best: about 1,000 to 1
+            with z.open("word/media/image1.png", "w", force_zip64=True) as f:
+                for _ in range(media >> 20):
+                    f.write(bytes(1 << 20))
+    return path
+
+
+def _paragraphs(total: int) -> Callable[[IO[bytes]], None]:
+    para = b"<w:p><w:r><w:t>The harbour wall was repaired in May by the keeper.</w:t></w:r></w:p>"
+    block = para * ((1 << 20) // len(para))
+
+    def write(f: IO[bytes]) -> None:
+        for _ in range(total // len(block) + 1):
+            f.write(block)
+
+    return write
+
+
+def _one_text_node(chars: int) -> Callable[[IO[bytes]], None]:
+    return lambda f: f.write(b"<w:p><w:r><w:t>" + b"word " * (chars // 5 + 1) + b"</w:t></w:r></w:p>")
+
+
+def _lying_sizes(path: Path) -> Path:
+    """``path`` with the zip directory's and the local header's unpacked size of ``word/document.xml`` set to
+    1000 bytes, far less than it unpacks to."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    name = b"word/document.xml"
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        n = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46 : at + 46 + n] == name:
+            struct.pack_into("<I", data, at + 24, 1000)
+            struct.pack_into("<I", data, struct.unpack_from("<I", data, at + 42)[0] + 22, 1000)
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpacked(docs_dir, tmp_path, monkeypatch):
+    import docx
+
+    from crag_cli.documents import DOCX_MAX_XML
+    from crag_cli.index import BM25Index
+
+    _docx(docs_dir / "bomb.docx", _paragraphs(DOCX_MAX_XML + (1 << 20)))  # just above: ~300 KB on disk
+    _docx(docs_dir / "pictures.docx", media=DOCX_MAX_XML + (4 << 20))  # a zip of zeros as a "picture"
+    _docx(docs_dir / "run.docx", _one_text_node(10_000_001))  # one text node just past lxml's 10 MB
+    _lying_sizes(_docx(docs_dir / "lies.docx", _paragraphs(2 << 20)))
+    _docx(docs_dir / "keeper.docx")
+    before = snapshot(docs_dir)
+    opened, real = [], docx.Document
+    monkeypatch.setattr(docx, "Document", lambda path, *a: opened.append(Path(path).name) or real(path, *a))
+    started = time.perf_counter()
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert time.perf_counter() - started < 30  # (about 1 s; unpacking the bomb took 20 s and 1.3 GB)
+    skipped = dict(
+        line[len("skipped ") :].split(": ", 1) for line in r.stderr.splitlines() if line.startswith("skipped")
+    )
+    assert re.fullmatch(
+        r"too large: its XML unpacks to 6[5-7] MB \(crag reads a \.docx of up to 64 MB of XML\)", skipped["bomb.docx"]
+    )
+    assert re.fullmatch(r"too large: it unpacks to 6[8-9] MB from \d+ KB \(a zip bomb\?\)", skipped["pictures.docx"])
+    assert skipped["run.docx"] == "unreadable Word XML (Resource limit exceeded: Text node too long)"
+    assert skipped["lies.docx"] == "not a Word (.docx) file (BadZipFile)"  # zipfile stops at the listed size
+    assert "bomb.docx" not in opened and "pictures.docx" not in opened  # refused from the zip's directory
+    hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
+    assert hit.doc_id == "keeper.docx"  # the folder's other files are indexed
+    assert snapshot(docs_dir) == before
