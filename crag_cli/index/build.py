@@ -275,77 +275,14 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
     """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
     from ..version import __version__ as version
 
-    docs, index_dir, shown, tokenizer, params = job.docs, job.index_dir, job.shown, job.tokenizer, job.params
-    passage_words, progress, start = job.passage_words, job.progress, job.start
-    import numpy as np
-    import scipy.sparse as sp
-
-    pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
-    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
-    read = reused = documents = 0
-    for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
-        prev = old.sources.get(src["path"]) if old is not None else None
-        if (
-            prev is not None
-            and src["size"] >= 0
-            and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"])
-        ):
-            pieces.append(range(*prev["passages"]))
-            src_docs = int(prev.get("documents", 0))
-            src_skipped = [tuple(x) for x in prev.get("skipped", [])]
-            reused += 1
-        else:
-
-            def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
-                if progress is not None:
-                    progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
-
-            found, src_skipped, _ = read_file(path, src["path"], on_page)
-            pieces.append([p for d in found for p in split_passages(d, passage_words)])
-            src_docs = len(found)
-            read += 1
-        src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
-        documents += src_docs
-        skipped.extend(src_skipped)
-        if progress is not None:
-            progress(src["path"], done, len(listing.paths))
+    docs, index_dir, shown = job.docs, job.index_dir, job.shown
+    pieces, skipped, read, reused, documents = _gather(job, listing, sources, old)
     total = sum(len(p) for p in pieces)
     if not total:
         raise IndexUnusableError(
             f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
         )
-
-    # term counts: the old index's rows for reused files, new rows (with new terms appended) for the others
-    vocab = list(old.terms.vocab) if old is not None else []
-    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
-    ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
-    term_id = {t: i for i, t in enumerate(vocab)}
-    local = np.empty(len(local_vocab), dtype=np.int32)
-    for token, i in local_vocab.items():
-        local[i] = term_id.setdefault(token, len(term_id))
-    vocab.extend(list(term_id)[len(vocab) :])
-    new_counts = count_terms(ids, len(local_vocab))
-    del ids
-    new_counts = sp.csr_matrix(
-        (new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab))
-    )
-    old_counts = None
-    if old is not None:
-        c = old.terms.counts()
-        old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
-    blocks, at = [], 0
-    for piece in pieces:
-        if isinstance(piece, range):
-            blocks.append(old_counts[piece.start : piece.stop])
-        else:
-            blocks.append(new_counts[at : at + len(piece)])
-            at += len(piece)
-    counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
-    live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
-    if len(live) < len(vocab):
-        counts, vocab = counts[:, live], [vocab[i] for i in live]
-    terms = TermMatrix.from_counts(counts, vocab, params)
-    del counts, blocks, new_counts, old_counts
+    terms = _weigh(pieces, old, job.tokenizer, job.params)
 
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -393,8 +330,106 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
         documents,
         len(listing.paths),
         skipped,
-        time.perf_counter() - start,
+        time.perf_counter() - job.start,
         **left_out,
         read=read,
         reused=reused,
     )
+
+
+def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list, int, int, int]:
+    """Each file's passages: a range of the old index's for an unchanged file, new ones read for the others.
+
+    Returns ``(pieces, skipped, read, reused, documents)``; each entry of ``sources`` gets its file's
+    ``documents`` and ``skipped`` (and a file that changed while it was read, its new size and sha256).
+    """
+    progress = job.progress
+    pieces: list[range | list[Passage]] = []  # per file: a range of the old index's passages, or new passages
+    skipped: list[tuple[str, str]] = [(rel, "unsupported file type") for rel in listing.unsupported]
+    read = reused = documents = 0
+    for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
+        prev = old.sources.get(src["path"]) if old is not None else None
+        if (
+            prev is not None
+            and src["size"] >= 0
+            and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"])
+        ):
+            pieces.append(range(*prev["passages"]))
+            src_docs = int(prev.get("documents", 0))
+            src_skipped = [tuple(x) for x in prev.get("skipped", [])]
+            reused += 1
+        else:
+
+            def on_page(page: int, pages: int, rel: str = src["path"], at: int = done) -> None:  # a long PDF's
+                if progress is not None:
+                    progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
+
+            found, src_skipped = _read_source(path, src, on_page)
+            pieces.append([p for d in found for p in split_passages(d, job.passage_words)])
+            src_docs = len(found)
+            read += 1
+        src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
+        documents += src_docs
+        skipped.extend(src_skipped)
+        if progress is not None:
+            progress(src["path"], done, len(listing.paths))
+    return pieces, skipped, read, reused, documents
+
+
+def _read_source(path: Path, src: dict, on_page) -> tuple[list, list]:
+    """Read a file whose manifest entry ``src`` (size, sha256) was taken before: its documents and what was skipped.
+
+    The file is hashed again after it is read, so that the manifest's sha256 is
+    that of the text indexed. A file that changed between the listing and the
+    reading is read again, with its new size and sha256; one that changes
+    again (being written) or cannot be read (gone) is skipped, and its entry's
+    size -1 makes the next run read it whatever it holds then.
+    """
+    for _attempt in range(2):
+        found, skipped, _ = read_file(path, src["path"], on_page)
+        after = files.digest(path)
+        if after is not None and after == (src["size"], src["sha256"]):
+            return found, skipped
+        src.update(_source_entry(path, src["path"], None))
+    src.update(size=-1, mtime_ns=0, sha256="")
+    if after is None:  # gone, or no longer readable: read_file's reason, when it says so
+        own = [(rel, reason) for rel, reason in skipped if rel == src["path"]]
+        return [], own or [(src["path"], "gone while it was being read")]
+    return [], [(src["path"], "changed while it was being read (it is read again next time)")]
+
+
+def _weigh(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) -> TermMatrix:
+    """The BM25 term matrix of all passages: the old index's rows for reused files, new rows (with new terms
+    appended to the vocabulary) for the others; terms no passage holds any more are dropped."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    vocab = list(old.terms.vocab) if old is not None else []
+    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
+    ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
+    term_id = {t: i for i, t in enumerate(vocab)}
+    local = np.empty(len(local_vocab), dtype=np.int32)
+    for token, i in local_vocab.items():
+        local[i] = term_id.setdefault(token, len(term_id))
+    vocab.extend(list(term_id)[len(vocab) :])
+    new_counts = count_terms(ids, len(local_vocab))
+    del ids
+    new_counts = sp.csr_matrix(
+        (new_counts.data, local[new_counts.indices], new_counts.indptr), shape=(len(new), len(vocab))
+    )
+    old_counts = None
+    if old is not None:
+        c = old.terms.counts()
+        old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
+    blocks, at = [], 0
+    for piece in pieces:
+        if isinstance(piece, range):
+            blocks.append(old_counts[piece.start : piece.stop])
+        else:
+            blocks.append(new_counts[at : at + len(piece)])
+            at += len(piece)
+    counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
+    live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
+    if len(live) < len(vocab):
+        counts, vocab = counts[:, live], [vocab[i] for i in live]
+    return TermMatrix.from_counts(counts, vocab, params)
