@@ -247,7 +247,12 @@ class Settings(BaseModel):
     allow_private: bool = setting(False, "Allow fetching loopback/private/link-local addresses.", "web", answers=True)
     cache: bool = setting(True, "Use the on-disk web cache.", "web", answers=False)
     fetch_timeout: float = setting(
-        10.0, "Connect/read timeout per page and search, seconds.", "web", answers=False, gt=0, le=600
+        10.0,
+        "Connect/read timeout per page and search, seconds; a whole page is given up after twice this.",
+        "web",
+        answers=False,
+        gt=0,
+        le=600,
     )
     max_page_bytes: int = setting(
         2_000_000, "A page body is cut at this many bytes.", "web", answers=True, ge=1000, le=10**9

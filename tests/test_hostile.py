@@ -832,3 +832,18 @@ def test_a_file_that_changes_or_vanishes_while_it_is_read_is_never_left_stale(do
     assert indexed() == "" and recorded()["size"] == -1  # being written: nothing half-read is kept
     assert build_index(docs_dir, ix).status == "built" and indexed() == keeper.read_text().replace("\n\n", " ")
     assert recorded()["sha256"] == _sha(keeper)
+
+
+def test_a_page_of_50_mb_is_cut_and_a_dripping_page_ends_at_its_deadline():
+    from crag_cli.web.fetch import Fetcher
+
+    with LocalWeb() as web:
+        started = time.perf_counter()
+        huge = Fetcher(timeout=5, max_bytes=100_000, allow_private=True).fetch_all([f"{web.url}/endless"])[0]
+        assert huge.error is None and huge.truncated and len(huge.body) == 100_000
+        assert time.perf_counter() - started < 5  # it stopped reading: 50 MB were never fetched
+        started = time.perf_counter()
+        drip = Fetcher(timeout=0.5, allow_private=True).fetch_all([f"{web.url}/drip"])[0]
+        took = time.perf_counter() - started
+    assert drip.error == "timed out after 1 s" and drip.body == ""  # every read came in time, the page did not
+    assert 0.9 < took < 3, took  # the whole page's limit: twice --fetch-timeout

@@ -84,7 +84,8 @@ class Fetcher:
     Parameters
     ----------
     timeout : float
-        Connect and read timeout, and the limit for a whole page.
+        Connect and read timeout; a whole page (every redirect, and a body that trickles in) is given up
+        after twice this.
     max_bytes : int
         Bodies are cut at this size (the page is marked ``truncated``).
     allow_private : bool
