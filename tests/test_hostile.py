@@ -903,6 +903,52 @@ def test_a_batch_with_workers_killed_outright_resumes_whole_and_its_workers_end_
     assert sorted(p.name for p in tmp_path.iterdir() if "out" in p.name) == ["out.jsonl", "out.jsonl.run.json"]
 
 
+def test_an_index_build_killed_again_and_again_is_always_the_old_or_the_new_one(tmp_path):
+    from test_documents import make_pdf
+
+    from crag_cli.index import BM25Index
+
+    docs, ix, notes = tmp_path / "docs", tmp_path / "ix", tmp_path / "docs" / "notes.txt"
+    docs.mkdir()
+    rng = random.Random(6)
+    words = "harbour wall keeper tide gull ferry lighthouse boat dock pier".split()
+    for i in range(12):
+        make_pdf(docs / f"r{i}.pdf", [" ".join(rng.choice(words) for _ in range(200)) for _ in range(4)])
+    pdfs = {p.name: _sha(p) for p in docs.glob("*.pdf")}
+    notes.write_text("Notes 0\n\nThe keeper counted no gulls.")
+    assert invoke("index", docs, "--index", ix).exit_code == 0
+    complete = _sha(notes)  # what the last complete build read
+    cmd = [*CRAG, "index", str(docs), "--index", str(ix), "--force"]
+    for k in range(1, 5):
+        notes.write_text(f"Notes {k}\n\nThe keeper counted {k} gulls.")
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if k % 2:  # while it reads, at a random moment
+            time.sleep(rng.uniform(0.2, 1.5))
+        else:  # while it writes: as soon as its temporary folder appears
+            mine = f".ix.crag-tmp-{proc.pid}-"
+            _wait_for(lambda: proc.poll() is not None or any(p.name.startswith(mine) for p in tmp_path.iterdir()))
+            time.sleep(rng.uniform(0, 0.05))
+        proc.kill()
+        proc.wait()
+        index = BM25Index.load(ix)  # loadable (a reader finishes a rebuild killed between its renames)
+        try:
+            found = {s["path"]: s["sha256"] for s in index.manifest["sources"]}["notes.txt"]
+            assert found in (complete, _sha(notes)), k  # the old index or the new one, never a mix
+            assert index.search("lighthouse keeper", 1)
+        finally:
+            index.passages.close()
+        complete = found
+    r = invoke("index", docs, "--index", ix)
+    assert r.exit_code == 0, r.output
+    final = BM25Index.load(ix)
+    assert invoke("index", docs, "--index", tmp_path / "fresh", "--force").exit_code == 0
+    fresh = BM25Index.load(tmp_path / "fresh")
+    assert [p.text for p in final.passages] == [p.text for p in fresh.passages]  # complete, and the newest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "fresh", "ix"]  # no temporaries, no lock left
+    assert {p.name: _sha(p) for p in docs.glob("*.pdf")} == pdfs  # the PDFs untouched, nothing added beside them
+    assert sorted(p.name for p in docs.iterdir()) == sorted([*pdfs, "notes.txt"])
+
+
 def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
     """tqdm's default lock is a named semaphore: a worker ended by ``pool.terminate()`` left it registered, and
     about every other ``--workers`` batch ended with "resource_tracker: There appear to be 1 leaked semaphore
