@@ -11,10 +11,13 @@ pages (running headers and footers, page numbers) are dropped.
 
 ``.docx`` files are read with python-docx: paragraphs and tables in document
 order, each heading starting a section whose passages carry it in their title.
+One whose XML unpacks to more than 64 MB (a zip bomb, or a giant) is skipped
+before it is unpacked, so that memory stays bounded.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -253,17 +256,22 @@ def read_docx(path: Path, rel: str) -> list[Document]:
     Raises
     ------
     Unreadable
-        When the file is not a Word document (not a zip, or no document part), or holds no text.
+        When the file is not a Word document (not a zip, or no document part), unpacks to more than
+        crag reads (see :func:`_check_unpacked_size`), or holds no text.
     """
     import zipfile
 
     import docx
     from docx.opc.exceptions import PackageNotFoundError
+    from lxml import etree
 
     try:
+        _check_unpacked_size(path)
         document = docx.Document(str(path))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise Unreadable(_docx_problem(path, exc)) from None
+    except etree.XMLSyntaxError as exc:  # lxml's own bounds (a text node over 10 MB, 256 levels) or damage
+        raise Unreadable(f"unreadable Word XML ({str(exc).split(',')[0]})") from None
     styles = {s.style_id: s.name or "" for s in document.styles}
     title = _title(document.core_properties.title or "")
     sections: list[tuple[str, list[str]]] = [("", [])]
@@ -309,6 +317,41 @@ def _docx_problem(path: Path, exc: Exception) -> str:
     if isinstance(exc, zipfile.BadZipFile):  # "Bad CRC-32 for file 'word/document.xml'" and the like
         return f"a damaged Word file ({one_line(exc)})"
     return f"not a Word (.docx) file ({type(exc).__name__}: {one_line(exc)})"
+
+
+DOCX_MAX_XML = 64 << 20  # bytes of XML a .docx may unpack to (indexing 100 MB of it took 1.9 GB of memory)
+DOCX_MAX_RATIO = 20  # and all of its parts together at most this many times the file's size more
+
+
+def _check_unpacked_size(path: Path) -> None:
+    """Refuse a .docx that unpacks to more than crag reads in bounded memory (a zip bomb, or a giant).
+
+    The sizes are the zip directory's; :mod:`zipfile`, which python-docx reads
+    with, never unpacks a part past its listed size (it fails on the checksum).
+
+    Raises
+    ------
+    Unreadable
+        When its XML parts unpack to more than :data:`DOCX_MAX_XML` bytes, or all its
+        parts to more than that plus :data:`DOCX_MAX_RATIO` times the file's size.
+    """
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+    xml = sum(i.file_size for i in infos if i.filename.lower().endswith((".xml", ".rels")))
+    total = sum(i.file_size for i in infos)
+    size = os.stat(path).st_size
+    if xml > DOCX_MAX_XML:
+        raise Unreadable(
+            f"too large: its XML unpacks to {_mb(xml)} (crag reads a .docx of up to {_mb(DOCX_MAX_XML)} of XML)"
+        )
+    if total > DOCX_MAX_XML + DOCX_MAX_RATIO * size:
+        raise Unreadable(f"too large: it unpacks to {_mb(total)} from {_mb(size)} (a zip bomb?)")
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MB" if n >= 1 << 20 else f"{n / 1024:.0f} KB"
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

@@ -303,7 +303,7 @@ class Settings(BaseModel):
         "Connect/read timeout per page and search, seconds.",
         "web",
         answers=False,
-        why="A whole page, or a SearxNG answer, has twice it.",
+        why="A whole page, or a search engine's answer, is given up after twice it (a server that drips bytes).",
         gt=0,
         le=600,
     )

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO, Callable
 
 import numpy as np
 import pytest
@@ -659,3 +661,311 @@ def test_three_hundred_hostile_lines_give_three_hundred_records_and_no_traceback
     errors = [rec for rec in records if rec["error"]]
     assert all(rec.get("line") or rec.get("id") for rec in errors)
     assert 0 < len(errors) < 300 and r.exit_code == 1
+
+
+# ----------------------------------------------------------------------------- probe 3: bombs, crowds, moving files
+
+
+W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def _docx(path: Path, body: Callable[[IO[bytes]], None] | None = None, media: int = 0) -> Path:
+    """A real .docx (python-docx) whose ``word/document.xml`` ``body`` writes (streamed: never held whole), and
+    ``media`` bytes of zeros as a picture."""
+    import io
+    import zipfile
+
+    from docx import Document
+
+    buf = io.BytesIO()
+    doc = Document()
+    doc.add_paragraph("The new lighthouse keeper is Marta Quintero.")
+    doc.save(buf)
+    src = zipfile.ZipFile(buf)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for info in src.infolist():
+            if body is None or info.filename != "word/document.xml":
+                z.writestr(info, src.read(info.filename))
+        if body is not None:
+            with z.open("word/document.xml", "w", force_zip64=True) as f:
+                f.write(f'<?xml version="1.0" encoding="UTF-8"?><w:document {W_NS}><w:body>'.encode())
+                body(f)
+                f.write(b"</w:body></w:document>")
+        if media:
+            z.compresslevel = 9  # deflate's best: about 1,000 to 1
+            with z.open("word/media/image1.png", "w", force_zip64=True) as f:
+                for _ in range(media >> 20):
+                    f.write(bytes(1 << 20))
+    return path
+
+
+def _paragraphs(total: int) -> Callable[[IO[bytes]], None]:
+    para = b"<w:p><w:r><w:t>The harbour wall was repaired in May by the keeper.</w:t></w:r></w:p>"
+    block = para * ((1 << 20) // len(para))
+
+    def write(f: IO[bytes]) -> None:
+        for _ in range(total // len(block) + 1):
+            f.write(block)
+
+    return write
+
+
+def _one_text_node(chars: int) -> Callable[[IO[bytes]], None]:
+    return lambda f: f.write(b"<w:p><w:r><w:t>" + b"word " * (chars // 5 + 1) + b"</w:t></w:r></w:p>")
+
+
+def _lying_sizes(path: Path) -> Path:
+    """``path`` with the zip directory's and the local header's unpacked size of ``word/document.xml`` set to
+    1000 bytes, far less than it unpacks to."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    name = b"word/document.xml"
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        n = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46 : at + 46 + n] == name:
+            struct.pack_into("<I", data, at + 24, 1000)
+            struct.pack_into("<I", data, struct.unpack_from("<I", data, at + 42)[0] + 22, 1000)
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpacked(docs_dir, tmp_path, monkeypatch):
+    import docx
+
+    from crag_cli.documents import DOCX_MAX_XML
+    from crag_cli.index import BM25Index
+
+    _docx(docs_dir / "bomb.docx", _paragraphs(DOCX_MAX_XML + (1 << 20)))  # just above: ~300 KB on disk
+    _docx(docs_dir / "pictures.docx", media=DOCX_MAX_XML + (4 << 20))  # a zip of zeros as a "picture"
+    _docx(docs_dir / "run.docx", _one_text_node(10_000_001))  # one text node just past lxml's 10 MB
+    _lying_sizes(_docx(docs_dir / "lies.docx", _paragraphs(2 << 20)))
+    _docx(docs_dir / "keeper.docx")
+    before = snapshot(docs_dir)
+    opened, real = [], docx.Document
+    monkeypatch.setattr(docx, "Document", lambda path, *a: opened.append(Path(path).name) or real(path, *a))
+    started = time.perf_counter()
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert time.perf_counter() - started < 30  # (about 1 s; unpacking the bomb took 20 s and 1.3 GB)
+    skipped = dict(
+        line[len("skipped ") :].split(": ", 1) for line in r.stderr.splitlines() if line.startswith("skipped")
+    )
+    assert re.fullmatch(
+        r"too large: its XML unpacks to 6[5-7] MB \(crag reads a \.docx of up to 64 MB of XML\)", skipped["bomb.docx"]
+    )
+    assert re.fullmatch(r"too large: it unpacks to 6[8-9] MB from \d+ KB \(a zip bomb\?\)", skipped["pictures.docx"])
+    assert skipped["run.docx"] == "unreadable Word XML (Resource limit exceeded: Text node too long)"
+    assert skipped["lies.docx"] == "not a Word (.docx) file (BadZipFile)"  # zipfile stops at the listed size
+    assert "bomb.docx" not in opened and "pictures.docx" not in opened  # refused from the zip's directory
+    hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
+    assert hit.doc_id == "keeper.docx"  # the folder's other files are indexed
+    assert snapshot(docs_dir) == before
+
+
+def test_five_hundred_tiny_files_are_indexed_and_one_change_reads_one_file(tmp_path):
+    docs = tmp_path / "docs"
+    for i in range(500):
+        path = docs / f"d{i % 10}" / f"note{i}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"Note {i}\n\nThe harbour keeper logged item{i} at the pier.")
+    ix = tmp_path / "ix"
+    started = time.perf_counter()
+    r = invoke("index", docs, "--index", ix)
+    first = time.perf_counter() - started
+    assert r.exit_code == 0 and "indexed 500 documents from 500 files" in r.stderr, r.output
+    assert first < 20, first  # (0.3 s here; 5,000 files took 2.4 s, 50,000 21 s: linear)
+    (docs / "d7" / "note7.txt").write_text("Note 7\n\nThe keeper logged a quokka.")
+    r = invoke("index", docs, "--index", ix)
+    assert "(1 file(s) read, 499 unchanged taken from the old index)" in r.stderr, r.stderr
+    from crag_cli.index import BM25Index
+
+    assert BM25Index.load(ix).search("quokka", 1)[0].passage.doc_id == "d7/note7.txt"
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_file_that_changes_or_vanishes_while_it_is_read_is_never_left_stale(docs_dir, tmp_path, monkeypatch):
+    import crag_cli.index.build as build
+    from crag_cli.index import BM25Index, build_index
+
+    ix, keeper = tmp_path / "ix", docs_dir / "keeper.txt"
+    real = build.read_file
+
+    def indexed() -> str:
+        return " ".join(p.text for p in BM25Index.load(ix).passages if p.doc_id == "keeper.txt")
+
+    def recorded() -> dict:
+        return {s["path"]: s for s in json.loads((ix / "manifest.json").read_text())["sources"]}["keeper.txt"]
+
+    def build_while(change) -> object:
+        """A build during which ``change(keeper)`` runs each time keeper.txt is about to be read."""
+        with monkeypatch.context() as m:
+            m.setattr(build, "read_file", lambda p, rel, *a: (rel == "keeper.txt" and change(p), real(p, rel, *a))[1])
+            return build_index(docs_dir, ix)
+
+    keeper.write_text("Keeper\n\nThe keeper is Carla.")  # A
+    build_while(lambda p: p.write_text("Keeper\n\nThe keeper is Dario."))  # B, written after A was hashed
+    assert "Dario" in indexed() and recorded()["sha256"] == _sha(keeper)  # the hash is the text's indexed
+    keeper.write_text("Keeper\n\nThe keeper is Carla.")  # A again (was: "up to date" with B's text)
+    assert build_index(docs_dir, ix).status == "built" and "Carla" in indexed()
+
+    keeper.write_text("Keeper\n\nThe keeper is Elena.")
+    saved = keeper.read_bytes()
+    report = build_while(lambda p: p.unlink(missing_ok=True))  # gone between the listing and the reading
+    assert ("keeper.txt", "unreadable (No such file or directory)") in report.skipped
+    assert "Paris" in " ".join(p.text for p in BM25Index.load(ix).passages)  # the rest is indexed
+    keeper.write_bytes(saved)  # back, as it was (a sync tool or an editor that deletes and rewrites)
+    report = build_index(docs_dir, ix)  # (was: "up to date", the file skipped as unreadable for ever)
+    assert report.status == "built" and report.skipped == [] and "Elena" in indexed()
+
+    grown = []
+    keeper.write_text("Keeper\n\nThe keeper is Fatima.")
+    report = build_while(lambda p: grown.append(1) or p.write_text("Keeper\n\nFatima" + " again" * len(grown)))
+    assert ("keeper.txt", "changed while it was being read (it is read again next time)") in report.skipped
+    assert indexed() == "" and recorded()["size"] == -1  # being written: nothing half-read is kept
+    assert build_index(docs_dir, ix).status == "built" and indexed() == keeper.read_text().replace("\n\n", " ")
+    assert recorded()["sha256"] == _sha(keeper)
+
+
+def test_a_page_of_50_mb_is_cut_and_a_dripping_page_ends_at_its_deadline():
+    from crag_cli.web.fetch import Fetcher
+
+    with LocalWeb() as web:
+        started = time.perf_counter()
+        huge = Fetcher(timeout=5, max_bytes=100_000, allow_private=True).fetch_all([f"{web.url}/endless"])[0]
+        assert huge.error is None and huge.truncated and len(huge.body) == 100_000
+        assert time.perf_counter() - started < 5  # it stopped reading: 50 MB were never fetched
+        started = time.perf_counter()
+        drip = Fetcher(timeout=0.5, allow_private=True).fetch_all([f"{web.url}/drip"])[0]
+        took = time.perf_counter() - started
+    assert drip.error == "timed out after 1 s" and drip.body == ""  # every read came in time, the page did not
+    assert 0.9 < took < 3, took  # the whole page's limit: twice --fetch-timeout
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_batch_with_workers_killed_outright_resumes_whole_and_its_workers_end_with_it(
+    built_index, tiny_gguf, tmp_path
+):
+    n = 64
+    qs, out = _questions(tmp_path / "q.jsonl", n), tmp_path / "out.jsonl"
+    cmd = [*CRAG, "batch", qs, "-o", out, "--resume", "--index", built_index, "--model", tiny_gguf, *RAG]
+    cmd = [*map(str, cmd), "--workers", "2"]
+    partial = tmp_path / "out.jsonl.partial"
+
+    def written() -> int:
+        return partial.read_bytes().count(b"\n") if partial.exists() else 0
+
+    target = random.Random(5).randrange(8, n - 16)  # (each start of two workers takes seconds: one kill)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: proc.poll() is not None or written() >= target)  # a group's records are in: its worker
+    workers = _children(proc.pid)  # has started on the next one
+    proc.kill()  # SIGKILL: the batch cannot stop its workers
+    proc.wait()
+    assert len(workers) >= 2 and 0 < written() < n, (workers, written())
+    end = time.monotonic() + 2
+    while any(map(_running, workers)) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert not any(map(_running, workers)), "the workers answered on for a batch that was gone"
+    r = invoke(*cmd[3:-2])  # resumed here, in one process (two more workers would take seconds to start)
+    assert r.exit_code == 0, r.output
+    assert "resuming after the" in r.stderr, r.stderr
+    raw = out.read_bytes()
+    records = [json.loads(line) for line in raw.splitlines()]  # whole lines only
+    assert raw.endswith(b"\n") and [r["id"] for r in records] == [f"q{i}" for i in range(n)]  # each once, in order
+    assert all(r["error"] is None for r in records)
+    assert json.loads((tmp_path / "out.jsonl.run.json").read_text())["complete"] is True
+    assert sorted(p.name for p in tmp_path.iterdir() if "out" in p.name) == ["out.jsonl", "out.jsonl.run.json"]
+
+
+def test_an_index_build_killed_again_and_again_is_always_the_old_or_the_new_one(tmp_path):
+    from test_documents import make_pdf
+
+    from crag_cli.index import BM25Index
+
+    docs, ix, notes = tmp_path / "docs", tmp_path / "ix", tmp_path / "docs" / "notes.txt"
+    docs.mkdir()
+    rng = random.Random(6)
+    words = "harbour wall keeper tide gull ferry lighthouse boat dock pier".split()
+    for i in range(12):
+        make_pdf(docs / f"r{i}.pdf", [" ".join(rng.choice(words) for _ in range(200)) for _ in range(4)])
+    pdfs = {p.name: _sha(p) for p in docs.glob("*.pdf")}
+    notes.write_text("Notes 0\n\nThe keeper counted no gulls.")
+    assert invoke("index", docs, "--index", ix).exit_code == 0
+    complete = _sha(notes)  # what the last complete build read
+    cmd = [*CRAG, "index", str(docs), "--index", str(ix), "--force"]
+    for k in range(1, 5):
+        notes.write_text(f"Notes {k}\n\nThe keeper counted {k} gulls.")
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if k % 2:  # while it reads, at a random moment
+            time.sleep(rng.uniform(0.2, 1.5))
+        else:  # while it writes: as soon as its temporary folder appears
+            mine = f".ix.crag-tmp-{proc.pid}-"
+            _wait_for(lambda: proc.poll() is not None or any(p.name.startswith(mine) for p in tmp_path.iterdir()))
+            time.sleep(rng.uniform(0, 0.05))
+        proc.kill()
+        proc.wait()
+        index = BM25Index.load(ix)  # loadable (a reader finishes a rebuild killed between its renames)
+        try:
+            found = {s["path"]: s["sha256"] for s in index.manifest["sources"]}["notes.txt"]
+            assert found in (complete, _sha(notes)), k  # the old index or the new one, never a mix
+            assert index.search("lighthouse keeper", 1)
+        finally:
+            index.passages.close()
+        complete = found
+    r = invoke("index", docs, "--index", ix)
+    assert r.exit_code == 0, r.output
+    final = BM25Index.load(ix)
+    assert invoke("index", docs, "--index", tmp_path / "fresh", "--force").exit_code == 0
+    fresh = BM25Index.load(tmp_path / "fresh")
+    assert [p.text for p in final.passages] == [p.text for p in fresh.passages]  # complete, and the newest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "fresh", "ix"]  # no temporaries, no lock left
+    assert {p.name: _sha(p) for p in docs.glob("*.pdf")} == pdfs  # the PDFs untouched, nothing added beside them
+    assert sorted(p.name for p in docs.iterdir()) == sorted([*pdfs, "notes.txt"])
+
+
+def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
+    """tqdm's default lock is a named semaphore: a worker ended by ``pool.terminate()`` left it registered, and
+    about every other ``--workers`` batch ended with "resource_tracker: There appear to be 1 leaked semaphore
+    objects to clean up at shutdown"."""
+    code = (
+        "import multiprocessing, sys, multiprocessing.resource_tracker as rt\n"
+        "multiprocessing.set_start_method('spawn')  # as in a worker: its locks are named semaphores\n"
+        "made, real = [], rt.register\n"
+        "rt.register = lambda name, kind: made.append(kind) or real(name, kind)\n"
+        "from crag_cli.batch.executors import _worker\n"
+        "from crag_cli.batch.executors import _worker_start\n"
+        "_worker_start(None, 'rag', ignore_sigint=False)  # a worker's start (its settings fail: kept as its error)\n"
+        "assert 'error' in _worker\n"
+        "from tqdm.auto import tqdm\n"
+        "for _ in tqdm(range(3), file=sys.stderr): pass  # as the model libraries' progress bars do\n"
+        "print(made)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

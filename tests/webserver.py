@@ -46,6 +46,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _stream(self, size: int, head: bytes, chunk: bytes, tail: bytes, pause: float = 0.0) -> None:
+        """A page of about ``size`` bytes, ``chunk`` after ``chunk``; ends early when the client hangs up."""
+        n = (size - len(head) - len(tail)) // len(chunk)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(head) + n * len(chunk) + len(tail)))
+        self.end_headers()
+        try:
+            self.wfile.write(head)
+            for _ in range(n):
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                time.sleep(pause)
+            self.wfile.write(tail)
+        except OSError:  # the client stopped reading
+            pass
+
     def do_GET(self):  # noqa: N802
         parts = urlsplit(self.path)
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -78,6 +95,10 @@ class Handler(BaseHTTPRequestHandler):
         if parts.path == "/huge":
             body = b"<html><body><p>" + b"word " * 2_000_000 + b"</p></body></html>"
             return self._send(200, "text/html", body)
+        if parts.path == "/endless":  # 50 MB, sent as it is made: never held whole by either side
+            return self._stream(50_000_000, b"<html><body><p>", b"word " * 20_000, b"</p></body></html>")
+        if parts.path == "/drip":  # one byte every 0.3 s: each read is in time, the page never ends
+            return self._stream(100_000, b"", b"a", b"", pause=0.3)
         if parts.path == "/redirect-private":
             return self._send(
                 302,

@@ -118,8 +118,10 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
     """A worker's initializer: build the pipeline and load its models once (an error is kept, not raised)."""
     import signal
 
-    if ignore_sigint:
+    if ignore_sigint:  # a local worker process (a Ray actor's signals and life are Ray's)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+        _end_with_parent()
+    _no_named_locks()
     try:
         import torch
 
@@ -133,6 +135,43 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         _worker["error"] = (
             str(exc) if isinstance(exc, CragError) else f"a worker could not start: {type(exc).__name__}: {exc}"
         )
+
+
+def _end_with_parent() -> None:
+    """End this worker process as soon as the batch that started it is gone.
+
+    A batch killed outright (SIGKILL, the out-of-memory killer) cannot stop its
+    workers: they would answer on for nobody, holding their models' memory, until
+    they next sent back an answer; meanwhile ``--resume`` would start two more.
+    """
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])  # readable when the parent's end of the pipe closes: it ended
+        os._exit(1)
+
+    threading.Thread(target=watch, name="crag-end-with-parent", daemon=True).start()
+
+
+def _no_named_locks() -> None:
+    """Give tqdm (progress bars of the model libraries) a thread lock, not its default multiprocessing one.
+
+    That one is a named semaphore that a worker ended by the pool (``terminate``) leaves registered, and
+    Python then warns at the batch's exit: "resource_tracker: There appear to be 1 leaked semaphore objects".
+    """
+    import threading
+
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return
+    tqdm.set_lock(threading.RLock())
 
 
 def _worker_answer(group: list[QuestionLine]) -> list[Answered]:
@@ -151,7 +190,8 @@ class WorkerPool:
     finished early wait), so the output is the sequential run's. Processes are
     spawned, not forked (the models' thread pools do not survive a fork); on
     an exception or Ctrl-C in the parent the workers are terminated and the
-    questions in flight are abandoned.
+    questions in flight are abandoned, and a parent killed outright takes them
+    with it (:func:`_end_with_parent`).
     """
 
     settings: Any

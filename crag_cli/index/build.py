@@ -300,7 +300,7 @@ def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list,
                 if progress is not None:
                     progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
 
-            found, src_skipped, _ = read_file(path, name, on_page)
+            found, src_skipped = _read_source(path, src, name, on_page)
             pieces.append([p for d in found for p in split_passages(d, job.passage_words)])
             src_docs = len(found)
             read += 1
@@ -353,16 +353,14 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
     """Gather every file's passages and term counts (reused or new), weigh, write and rename into place."""
     from ..version import __version__ as version
 
-    docs, index_dir, shown, tokenizer, params = job.docs, job.index_dir, job.shown, job.tokenizer, job.params
-    start = job.start
+    docs, index_dir, shown = job.docs, job.index_dir, job.shown
     pieces, skipped, read, reused, documents = _gather(job, listing, sources, old)
     total = sum(len(p) for p in pieces)
     if not total:
         raise IndexUnusableError(
             f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
         )
-
-    terms = _terms(pieces, old, tokenizer, params)
+    terms = _terms(pieces, old, job.tokenizer, job.params)
 
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -411,8 +409,32 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
         documents,
         len(listing.paths),
         skipped,
-        time.perf_counter() - start,
+        time.perf_counter() - job.start,
         **left_out,
         read=read,
         reused=reused,
     )
+
+
+def _read_source(path: Path, src: dict, name: str, on_page) -> tuple[list, list]:
+    """Read a file whose manifest entry ``src`` (size, sha256) was taken before: its documents and what was skipped.
+
+    ``name`` is the file as passages and messages show it (:func:`crag_cli.readers.shown_name`).
+
+    The file is hashed again after it is read, so that the manifest's sha256 is
+    that of the text indexed. A file that changed between the listing and the
+    reading is read again, with its new size and sha256; one that changes
+    again (being written) or cannot be read (gone) is skipped, and its entry's
+    size -1 makes the next run read it whatever it holds then.
+    """
+    for _attempt in range(2):
+        found, skipped, _ = read_file(path, name, on_page)
+        after = files.digest(path)
+        if after is not None and after == (src["size"], src["sha256"]):
+            return found, skipped
+        src.update(_source_entry(path, src["path"], None))
+    src.update(size=-1, mtime_ns=0, sha256="")
+    if after is None:  # gone, or no longer readable: read_file's reason, when it says so
+        own = [(rel, reason) for rel, reason in skipped if rel == name]
+        return [], own or [(name, "gone while it was being read")]
+    return [], [(name, "changed while it was being read (it is read again next time)")]

@@ -90,7 +90,8 @@ class Fetcher:
     Parameters
     ----------
     timeout : float
-        Connect and read timeout; a whole page has :func:`whole_limit` of it.
+        Connect and read timeout; a whole page (every redirect, and a body that trickles in) is given up
+        after :func:`whole_limit` of it (twice it).
     max_bytes : int
         Bodies are cut at this size (the page is marked ``truncated``).
     allow_private : bool
