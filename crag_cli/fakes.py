@@ -96,6 +96,13 @@ class FakeGenerator:
         self.messages: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
+    def load(self) -> None:
+        pass
+
+    def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
+        """A generator with the same replies and its own record of messages."""
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.logprob)
+
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
 

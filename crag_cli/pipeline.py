@@ -536,7 +536,7 @@ class Pipeline:
         if task not in TASK_CHOICES:
             raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES)}")
         result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
-        result.model = getattr(self.generator, "model", None) if self.generator is not None else None
+        result.model = self.generator.model if self.generator is not None else None
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []

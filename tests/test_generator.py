@@ -68,6 +68,23 @@ def test_a_task_is_one_declaration_holding_what_the_six_tables_held():
         build_messages("Q?", [], task="sentences")
 
 
+def test_every_generator_has_what_the_protocol_names():
+    """The pipeline and the batch call load(), fork(), model... on any generator, never probing for them."""
+    from crag_cli.fakes import FakeGenerator
+    from crag_cli.generator import Generator
+
+    names = [n for n in vars(Generator) if not n.startswith("_")] + list(Generator.__annotations__)
+    assert {"load", "fork", "count_tokens", "generate", "model", "n_ctx"} <= set(names)
+    for gen in (LlamaGenerator(n_ctx=2048), FakeGenerator("Paris", n_ctx=2048)):  # neither loads a model here
+        assert all(hasattr(gen, n) for n in names), type(gen).__name__
+        fork = gen.fork(n_ctx=1024)
+        assert type(fork) is type(gen) and fork.model == gen.model and (fork.n_ctx, gen.n_ctx) == (1024, 2048)
+        assert gen.fork().n_ctx == 2048
+    fork = FakeGenerator("Paris").fork()
+    fork.load()
+    assert fork.generate([{"role": "user", "content": "Q?"}], 8).text == "Paris"
+
+
 def test_assemble_checks_sha256(tmp_path):
     parts = []
     for i, data in enumerate([b"abc", b"def"]):
