@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .corpus import Passage
-from .generator import Generation
+from .generator import Generation, Generator
 from .index import Hit
 from .refine import Strip
 from .web import ExternalKnowledge
@@ -74,6 +74,7 @@ class FakeWeb:
     texts: Sequence[str] = ()
     score: float = 0.0
     queries: list[str] = field(default_factory=list)
+    generator: Generator | None = None  # no query rewriter
 
     def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
         self.queries.append(question)
@@ -95,6 +96,13 @@ class FakeGenerator:
         self.logprob = logprob
         self.messages: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
+
+    def load(self) -> None:
+        pass
+
+    def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
+        """A generator with the same replies and its own record of messages."""
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.logprob)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)

@@ -21,9 +21,8 @@ from .index import Hit, Retriever
 from .reading import ActionReading, Evidence, ProgressiveReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
-    MAX_TOKENS,
-    RESTATED_RETRY,
     TASK_CHOICES,
+    TASKS,
     KnowledgeItem,
     clean_answer,
     fit_knowledge,
@@ -52,9 +51,6 @@ def uses_evaluator(mode: str, task: str) -> bool:
     return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
 
 
-GROUNDED_TASKS = ("popqa", "docqa")  # tasks whose answer is a phrase that the knowledge can contain
-
-
 @dataclass
 class Result:
     """Everything one question produced; :func:`crag_cli.records.to_record` turns it into JSON."""
@@ -81,7 +77,7 @@ class Result:
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
     not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
-    restated: str | None = None  # a first answer that only restated the question, asked again (RESTATED_RETRY)
+    restated: str | None = None  # a first answer that only restated the question, asked again (Task.retry)
     prompt_tokens: int | None = None
     read_more: bool | None = None  # progressive reading: the first part's answer did not stand, all was read
     confidence: float | None = None  # progressive reading: the first answer's mean token log-probability
@@ -132,7 +128,7 @@ def evidence(result: Result) -> Evidence:
 
 
 class _HeldBack:
-    """Streams an answer that may be asked again (:data:`crag_cli.prompts.RESTATED_RETRY`) only once it cannot
+    """Streams an answer that may be asked again (:attr:`crag_cli.prompts.Task.retry`) only once it cannot
     be a restatement: a finished word of its first line is a content word the question lacks. Until then
     the pieces are held; :meth:`release` streams what is held when the answer stands."""
 
@@ -540,7 +536,7 @@ class Pipeline:
         if task not in TASK_CHOICES:
             raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES)}")
         result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
-        result.model = getattr(self.generator, "model", None) if self.generator is not None else None
+        result.model = self.generator.model if self.generator is not None else None
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
@@ -606,7 +602,7 @@ class Pipeline:
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
         :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
-        max_tokens = self.max_tokens or MAX_TOKENS[task]
+        max_tokens = self.max_tokens or TASKS[task].max_tokens
         budget = self.generator.n_ctx - max_tokens
         messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
         gen = self.generator.generate(messages, max_tokens, on_token)
@@ -639,7 +635,7 @@ class Pipeline:
 
     def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
-        (:data:`crag_cli.prompts.RESTATED_RETRY`), the first answer kept in ``result.restated``.
+        (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``.
 
         The second answer is not streamed piece by piece: once it stands it goes to ``on_token`` whole, so
         what streamed is the answer given. ``prompt_tokens`` counts both prompts.
@@ -647,7 +643,7 @@ class Pipeline:
         task = result.prompt_task or result.task
         with _Timer(result.timings, "generate"):
             try:
-                retry = RESTATED_RETRY.get(task) if items else None
+                retry = TASKS[task].retry if items else None
                 held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
                 result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
                 result.prompt_tokens = gen.prompt_tokens
@@ -666,7 +662,7 @@ class Pipeline:
                         on_token(result.answer)
                 elif held is not None:
                     held.release()
-                if task in GROUNDED_TASKS and result.mode != "no-retrieval":
+                if TASKS[task].grounded and result.mode != "no-retrieval":
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
                 return gen
             except Exception as exc:  # a model failure is this question's error, not the batch's

@@ -15,7 +15,7 @@ import pytest
         "crag_cli.prompts",
         "crag_cli.jsonl",
         "crag_cli.match",
-        "crag_cli.generator",
+        "crag_cli.generator.llama",
         "crag_cli.actions",
         "crag_cli.bm25",
         "crag_cli.fakes",

@@ -54,6 +54,37 @@ def test_clean_answer():
     assert clean_answer(" A long\nbio. ", "bio") == "A long\nbio."
 
 
+def test_a_task_is_one_declaration_holding_what_the_six_tables_held():
+    from crag_cli.prompts import TASK_CHOICES, TASKS
+
+    assert TASK_CHOICES == ("auto", "popqa", "docqa", "bio", "pubqa", "arc")  # `sentence` is only docqa's retry
+    assert not TASKS["sentence"].selectable and all(t.retry in TASKS for t in TASKS.values() if t.retry)
+    budgets = {"popqa": 32, "docqa": 64, "sentence": 64, "bio": 300, "pubqa": 8, "arc": 8}
+    assert {name: t.max_tokens for name, t in TASKS.items()} == budgets
+    assert [name for name, t in TASKS.items() if not t.short_answer] == ["bio"]
+    assert [name for name, t in TASKS.items() if t.grounded] == ["popqa", "docqa"]
+    assert {name: t.retry for name, t in TASKS.items() if t.retry} == {"docqa": "sentence"}
+    with pytest.raises(ValueError, match="choose from popqa, docqa, bio, pubqa, arc"):
+        build_messages("Q?", [], task="sentences")
+
+
+def test_every_generator_has_what_the_protocol_names():
+    """The pipeline and the batch call load(), fork(), model... on any generator, never probing for them."""
+    from crag_cli.fakes import FakeGenerator
+    from crag_cli.generator import Generator
+
+    names = [n for n in vars(Generator) if not n.startswith("_")] + list(Generator.__annotations__)
+    assert {"load", "fork", "count_tokens", "generate", "model", "n_ctx"} <= set(names)
+    for gen in (LlamaGenerator(n_ctx=2048), FakeGenerator("Paris", n_ctx=2048)):  # neither loads a model here
+        assert all(hasattr(gen, n) for n in names), type(gen).__name__
+        fork = gen.fork(n_ctx=1024)
+        assert type(fork) is type(gen) and fork.model == gen.model and (fork.n_ctx, gen.n_ctx) == (1024, 2048)
+        assert gen.fork().n_ctx == 2048
+    fork = FakeGenerator("Paris").fork()
+    fork.load()
+    assert fork.generate([{"role": "user", "content": "Q?"}], 8).text == "Paris"
+
+
 def test_assemble_checks_sha256(tmp_path):
     parts = []
     for i, data in enumerate([b"abc", b"def"]):
@@ -142,11 +173,11 @@ def test_every_embedded_models_packages_are_pinned_in_its_extra():
 
 def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
     # A user of a document folder chooses --task docqa; its answer is a sentence, so it may take more tokens.
-    from crag_cli.prompts import INSTRUCTIONS, MAX_TOKENS
+    from crag_cli.prompts import TASKS
 
     user = build_messages("Why?", [KnowledgeItem("Because of X.", "d1")], task="docqa")[1]["content"]
-    assert user.endswith(INSTRUCTIONS["docqa"]) and "sentence of the reference" in user
-    assert MAX_TOKENS["docqa"] > MAX_TOKENS["popqa"]
+    assert user.endswith(TASKS["docqa"].instruction) and "sentence of the reference" in user
+    assert TASKS["docqa"].max_tokens > TASKS["popqa"].max_tokens
     assert (
         clean_answer("\nBecause of X, the rate fell.\nExplanation follows.", "docqa") == "Because of X, the rate fell."
     )

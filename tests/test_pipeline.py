@@ -3,7 +3,7 @@
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
-from crag_cli.prompts import INSTRUCTIONS, MAX_TOKENS, build_messages
+from crag_cli.prompts import TASKS, build_messages
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -84,14 +84,14 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
         result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
         return result, gen.messages[-1][1]["content"], gen.max_tokens[-1]
 
-    docqa, popqa = INSTRUCTIONS["docqa"], INSTRUCTIONS["popqa"]
+    docqa, popqa = TASKS["docqa"].instruction, TASKS["popqa"].instruction
     for mode in ("crag", "rag"):  # plain RAG asks the evaluator's domain too (no passage is scored)
         result, prompt, max_tokens = run(["capital"], mode)  # out of the domain
-        assert prompt.endswith(docqa) and max_tokens == MAX_TOKENS["docqa"], mode
+        assert prompt.endswith(docqa) and max_tokens == TASKS["docqa"].max_tokens, mode
         assert to_record(result)["task"] == "auto" and to_record(result)["prompt_task"] == "docqa"
         assert result.in_domain is False and result.evaluator == "fake"
         result, prompt, max_tokens = run(["occupation"], mode)  # in the domain
-        assert prompt.endswith(popqa) and max_tokens == MAX_TOKENS["popqa"] and result.prompt_task == "popqa"
+        assert prompt.endswith(popqa) and max_tokens == TASKS["popqa"].max_tokens and result.prompt_task == "popqa"
     assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
     assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
     gen = FakeGenerator("politician")  # nor when crag found nothing: Incorrect, no web
@@ -117,7 +117,7 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
 
     result, gen, streamed = run("The pass statement", "When it is executed, nothing happens.")
     assert result.answer == "When it is executed, nothing happens." and result.restated == "The pass statement"
-    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(INSTRUCTIONS["sentence"])
+    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(TASKS["sentence"].instruction)
     assert "null operation" in gen.messages[1][1]["content"]  # the same knowledge, asked again
     assert streamed == "When it is executed, nothing happens."  # the restating answer was held back, not shown
     record = to_record(result)

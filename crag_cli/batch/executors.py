@@ -364,5 +364,5 @@ def load_models(pipeline, mode: str) -> None:
         else:
             pipeline.evaluator.load()
     if mode in ("crag", "rag+web"):
-        if pipeline.web is not None and getattr(pipeline.web, "generator", None) is not None:
+        if pipeline.web is not None and pipeline.web.generator is not None:
             pipeline.web.generator.load()

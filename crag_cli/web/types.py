@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..generator import Generator
 from ..refine import Strip
 
 
@@ -59,6 +60,8 @@ class SearchBackend(Protocol):
 
 
 class WebCorrector(Protocol):
-    """The whole external-knowledge stage."""
+    """The whole external-knowledge stage; ``generator`` writes its keyword query (``None``: no model)."""
+
+    generator: Generator | None
 
     def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge: ...

@@ -1,0 +1,55 @@
+"""Answer generation with a local GGUF model through llama-cpp-python.
+
+``--model`` takes an embedded model's name (see :mod:`crag_cli.models`: the
+Qwen2.5-Coder 0.5B and 1.5B Instruct models, assembled once from the parts
+their PyPI packages carry into the user cache directory and sha256-checked
+before the first load in every process; SmolLM2-135M-Instruct, located inside
+its package, which is never imported) or a path to any GGUF file.
+
+Modules: ``base`` (the :class:`Generator` Protocol, :class:`Generation`,
+:class:`ModelError`), ``embedded`` (the embedded models' files: found,
+assembled, verified; :func:`resolve_model`), ``llama`` (:class:`LlamaGenerator`,
+the llama.cpp backend).
+"""
+
+from .base import Generation, Generator, ModelError
+from .embedded import (
+    LEGACY_PART_AGE,
+    assemble,
+    assembled_path,
+    cache_dir,
+    canonical_name,
+    check_model,
+    clean_stale_parts,
+    missing_message,
+    model_parts,
+    packaged_path,
+    resolve_model,
+    sha256_file,
+    smollm_path,
+    verify,
+)
+from .llama import PLAIN_TEMPLATE, LlamaGenerator, split_rendered
+
+__all__ = [
+    "Generation",
+    "Generator",
+    "LEGACY_PART_AGE",
+    "LlamaGenerator",
+    "ModelError",
+    "PLAIN_TEMPLATE",
+    "assemble",
+    "assembled_path",
+    "cache_dir",
+    "canonical_name",
+    "check_model",
+    "clean_stale_parts",
+    "missing_message",
+    "model_parts",
+    "packaged_path",
+    "resolve_model",
+    "sha256_file",
+    "smollm_path",
+    "split_rendered",
+    "verify",
+]

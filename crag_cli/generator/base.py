@@ -1,0 +1,57 @@
+"""What every generator is: the Protocol, a reply (:class:`Generation`) and the model error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from ..errors import CragError
+
+
+class ModelError(CragError):
+    """A model file is missing, corrupt or cannot be loaded."""
+
+
+@dataclass
+class Generation:
+    """A reply: its text, the prompt's tokens (``reused``: served from the cache of the previous prompt)
+    and each generated token's log-probability (the top token's: the one greedy decoding takes)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    logprobs: list[float] = field(default_factory=list)
+    reused_tokens: int = 0
+
+    @property
+    def confidence(self) -> float:
+        """The mean log-probability of the generated tokens (0: sure; ``-inf`` when nothing is known)."""
+        return sum(self.logprobs) / len(self.logprobs) if self.logprobs else float("-inf")
+
+
+class Generator(Protocol):
+    """Generates a reply to chat messages, optionally streaming text pieces to ``on_token``.
+
+    ``model`` names the model (the record's ``model``); ``n_ctx`` is the context window in tokens.
+    """
+
+    model: str
+    n_ctx: int
+
+    def load(self) -> None:
+        """Load the model now; counting or generating loads it otherwise."""
+        ...
+
+    def fork(self, n_ctx: int | None = None) -> "Generator":
+        """A second generator on the same model with its own context (``n_ctx``: its window; default this one's)."""
+        ...
+
+    def count_tokens(self, messages: list[dict]) -> int:
+        """The prompt's length in tokens, as :meth:`generate` would send it."""
+        ...
+
+    def generate(
+        self, messages: list[dict], max_tokens: int, on_token: Callable[[str], None] | None = None
+    ) -> Generation:
+        """Reply to ``messages`` with at most ``max_tokens`` tokens, streaming each piece to ``on_token``."""
+        ...
