@@ -434,18 +434,22 @@ class Pipeline:
                 sources,
                 self._scorer,
                 self.strip_mode,
-                self._top(result.action),
+                self._rule().top(result.action),
                 self.thresholds.filter,
                 self.ranking,
             )
 
     @property
     def reading(self) -> ReadingPolicy:
-        """The reading policy: the one given, else crag's rule (:class:`crag_cli.reading.ActionReading`)
-        with this pipeline's settings."""
+        """The reading policy: the one given, else crag's rule (:meth:`_rule`), progressive with ``read_first``."""
         if self._reading is not None:
             return self._reading
-        rule = ActionReading(
+        rule = self._rule()
+        return ProgressiveReading(rule, self.read_first, self.min_confidence) if self.read_first else rule
+
+    def _rule(self) -> ActionReading:
+        """crag's reading rule (:class:`crag_cli.reading.ActionReading`) with this pipeline's settings."""
+        return ActionReading(
             strips=self.strips,
             strips_correct=self.strips_correct,
             knowledge_words=self.knowledge_words,
@@ -455,16 +459,11 @@ class Pipeline:
             refined=self.refine_knowledge,
             ranking=self.ranking,
         )
-        return ProgressiveReading(rule, self.read_first, self.min_confidence) if self.read_first else rule
 
     def reader_strips(self, result: Result) -> list[Strip]:
         """The strips the generator reads for this result, in reading order (before the prompt's token fit):
         the reading policy's choice (:attr:`reading`) of the action's knowledge."""
         return self.reading.read(evidence(result)).strips
-
-    def _top(self, action: Action) -> int:
-        """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""
-        return min(self.strips, self.strips_correct) if action is Action.CORRECT else self.strips
 
     def _keep_first(self, result: Result) -> Reading:
         """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.

@@ -320,57 +320,25 @@ def test_ask_incorrect_uses_the_web_and_shows_urls(web, built_index, tiny_gguf):
     assert rec["internal_knowledge"] is None and rec["error"] is None
 
 
+def _ask_ambiguous_with_searxng(index, model, url: str):
+    """``crag ask --json`` of a question judged Ambiguous (its passages and the web), searching ``url``."""
+    args = ("--index", index, "--model", model, "--upper", "1", "--lower", "-1", "--max-tokens", "4")
+    r = _ask("capital of Germany?", *args, "--web", "searxng", "--searxng-url", url, "--no-cache", "--json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)
+    assert rec["action"] == "ambiguous" and rec["internal_knowledge"] and rec["answer"] is not None
+    return rec
+
+
 def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    r = _ask(
-        "capital of Germany?",
-        "--index",
-        built_index,
-        "--model",
-        tiny_gguf,
-        "--upper",
-        "1",
-        "--lower",
-        "-1",
-        "--web",
-        "searxng",
-        "--searxng-url",
-        f"http://127.0.0.1:{dead}",
-        "--max-tokens",
-        "4",
-        "--json",
-    )
-    assert r.exit_code == 0, r.output
-    rec = json.loads(r.stdout)
-    assert rec["action"] == "ambiguous" and rec["internal_knowledge"]
+    rec = _ask_ambiguous_with_searxng(built_index, tiny_gguf, f"http://127.0.0.1:{dead}")
     assert "search failed: SearxNG unreachable" in rec["external_knowledge"]["error"]
-    assert rec["answer"] is not None
 
 
 def test_a_searxng_answer_without_a_results_list_never_crashes_ask(built_index, tiny_gguf):
     with LocalWeb(search_body=b'{"results": 5}') as server:
-        r = _ask(
-            "capital of Germany?",
-            "--index",
-            built_index,
-            "--model",
-            tiny_gguf,
-            "--upper",
-            "1",
-            "--lower",
-            "-1",
-            "--web",
-            "searxng",
-            "--searxng-url",
-            server.url,
-            "--max-tokens",
-            "4",
-            "--no-cache",
-            "--json",
-        )
-    assert r.exit_code == 0, r.output
-    rec = json.loads(r.stdout)
-    assert rec["action"] == "ambiguous" and rec["internal_knowledge"] and rec["answer"] is not None
+        rec = _ask_ambiguous_with_searxng(built_index, tiny_gguf, server.url)
     assert "search failed: SearxNG answer is not its JSON results format" in rec["external_knowledge"]["error"]
