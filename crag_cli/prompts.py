@@ -125,7 +125,7 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     The evaluator's verdicts are not shown to the generator: out of the
     evaluator's domain they labelled passages holding the answer "low" (until
     issue 31 the prompt showed them and said the items went from most to least
-    relevant; ``docs/benchmarks.md`` has the two-domain figures of the change).
+    relevant; ``benchmarks/results/HISTORY.md`` has the two-domain figures of the change).
     Titles and texts go through :func:`neutralise`: a document or web page cannot end the reference block.
     """
     lines = []
