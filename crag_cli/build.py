@@ -7,7 +7,8 @@ from .evaluator import Evaluator, build_evaluator
 from .generator import LlamaGenerator, check_model
 from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
-from .settings import Settings, stage_settings
+from .settings import Settings
+from .settings_info import stage_settings
 
 
 def thresholds(settings: Settings) -> Thresholds:

@@ -19,7 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from .errors import one_line
 from .jsonl import has_surrogate
-from .settings import Settings, SettingsError, choices, field_names, flag, optional, value_type
+from .settings import Settings, SettingsError
+from .settings_info import choices, field_names, flag, optional, value_type
 
 CONFIG_FILE = "crag.toml"
 ENV_PREFIX = "CRAG_"

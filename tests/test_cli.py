@@ -361,7 +361,7 @@ def _help(*args: str) -> str:
 
 @pytest.mark.parametrize("command", ["ask", "batch"])
 def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(command):
-    from crag_cli.settings import everyday, field_names, flag
+    from crag_cli.settings_info import everyday, field_names, flag
 
     short, full = _help(command, "--help"), _help(command, "--help-all")
     assert len(short.splitlines()) <= 60, short
@@ -378,7 +378,7 @@ def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(c
 def test_every_option_of_every_command_has_one_line_of_help_of_at_most_100_characters():
     import typer
 
-    from crag_cli.settings import field_names, help_text
+    from crag_cli.settings_info import field_names, help_text
 
     for name in field_names():
         assert "\n" not in help_text(name) and len(help_text(name)) <= 100, (name, help_text(name))

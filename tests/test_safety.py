@@ -428,7 +428,7 @@ def test_a_bad_setting_is_refused_the_same_way_from_every_source(how, name, valu
     env = None
     args = ["ask", "capital of France?", "--index", built_index, "--model", "smollm2-135m"]
     if how == "flag":
-        from crag_cli.settings import flag
+        from crag_cli.settings_info import flag
 
         args += [flag(name), value]
         source = flag(name)

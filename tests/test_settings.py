@@ -60,7 +60,7 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
     """--resume compares the run identity: a setting declared answers=True that it missed would mix records."""
     from crag_cli.actions import Thresholds
     from crag_cli.batch import RESOLVED_GROUPS, run_identity
-    from crag_cli.settings import answer_settings, changes_answers, field_names, group
+    from crag_cli.settings_info import answer_settings, changes_answers, field_names, group
 
     assert all(isinstance(Settings.model_fields[n].json_schema_extra["answers"], bool) for n in field_names())
     assert {"top_k", "ranking", "strips", "model", "strips_scored"} <= set(answer_settings())
@@ -94,7 +94,7 @@ def test_the_pipeline_takes_each_retrieval_action_and_refine_setting_by_its_own_
     import inspect
 
     from crag_cli.pipeline import Pipeline
-    from crag_cli.settings import names_in, stage_settings
+    from crag_cli.settings_info import names_in, stage_settings
 
     params = inspect.signature(Pipeline).parameters
     assert set(names_in("retrieval", "action", "refine")) <= set(params)
@@ -107,7 +107,7 @@ def test_the_evaluator_and_the_generator_take_their_settings_by_name():
     from crag_cli.build import PROMPT_SETTINGS
     from crag_cli.evaluator import build_evaluator
     from crag_cli.generator import LlamaGenerator
-    from crag_cli.settings import names_in
+    from crag_cli.settings_info import names_in
 
     evaluator = set(inspect.signature(build_evaluator).parameters) | {"evaluator"}  # the spec, first
     assert set(names_in("evaluator")) <= evaluator

@@ -77,7 +77,7 @@ UNUSED_GROUPS = {
 
 def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
-    from ..settings import answer_settings, group
+    from ..settings_info import answer_settings, group
 
     from ..pipeline import uses_evaluator
 

@@ -20,10 +20,10 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from ..version import __version__
 from .. import build as builder
-from .. import settings as settings_decl
+from .. import settings_info
 from ..errors import CragError, one_line
 from ..config import load_settings
-from ..settings import Settings, SettingsError
+from ..settings import GROUPS, Settings, SettingsError
 
 
 class CragGroup(TyperGroup):
@@ -141,18 +141,18 @@ def _option(name: str) -> Any:
 
     A setting not declared ``everyday`` is an expert option: hidden from ``--help``, shown by ``--help-all``.
     """
-    kind = settings_decl.value_type(name)
+    kind = settings_info.value_type(name)
     common = {
-        "help": settings_decl.help_text(name),
-        "rich_help_panel": PANELS[settings_decl.group(name)],
+        "help": settings_info.help_text(name),
+        "rich_help_panel": PANELS[settings_info.group(name)],
         "show_default": False,
-        "hidden": not settings_decl.everyday(name),
+        "hidden": not settings_info.everyday(name),
     }
     if kind is bool:
-        return Annotated[Optional[bool], typer.Option(*settings_decl.option_decls(name), **common)]
-    options = settings_decl.choices(name)
+        return Annotated[Optional[bool], typer.Option(*settings_info.option_decls(name), **common)]
+    options = settings_info.choices(name)
     metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
-    return Annotated[Optional[str], typer.Option(*settings_decl.option_decls(name), metavar=metavar, **common)]
+    return Annotated[Optional[str], typer.Option(*settings_info.option_decls(name), metavar=metavar, **common)]
 
 
 def _show_all(ctx: typer.Context, value: bool) -> None:
@@ -229,8 +229,8 @@ def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
     return settings
 
 
-EVAL_SETTINGS = settings_decl.names_in("index", "retrieval", "evaluator", "thresholds", "action")
-ALL_SETTINGS = settings_decl.names_in(*settings_decl.GROUPS)
+EVAL_SETTINGS = settings_info.names_in("index", "retrieval", "evaluator", "thresholds", "action")
+ALL_SETTINGS = settings_info.names_in(*GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import settings as settings_decl
+from .. import settings_info
 from ..errors import CragError
 from ..settings import Settings
 
@@ -46,7 +46,7 @@ WriteOpt = Annotated[
 
 
 @app.command(cls=CragCommand)
-@setting_options(*settings_decl.names_in("index", "retrieval", "evaluator"), "strip_mode")
+@setting_options(*settings_info.names_in("index", "retrieval", "evaluator"), "strip_mode")
 def calibrate(
     ctx: typer.Context,
     input: GoldQuestionsArg,

@@ -20,7 +20,8 @@ validation questions only and writes the folder that
 :class:`~crag_cli.evaluator.CrossEncoderEvaluator` loads, with a model card.
 
 Modules: ``data`` (pairs, fingerprints, split), ``synthetic`` (generated
-questions), ``fit`` (training, calibration, the folder and its card).
+questions), ``fit`` (training, calibration, the folder), ``card`` (the folder's
+manifest and its README.md).
 """
 
 from .data import (

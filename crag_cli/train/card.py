@@ -1,10 +1,14 @@
-"""The README.md written beside a trained evaluator (its model card)."""
+"""The manifest written beside a trained evaluator (its card) and the README.md made of it (its model card)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from typing import Sequence
 
 from ..evaluator import guard_can_lift
+from ..version import __version__
+from .data import LabelledPair, TrainConfig, question_fingerprint, question_groups
 
 
 def model_card(card: dict) -> str:
@@ -83,3 +87,54 @@ def model_card(card: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def manifest(
+    config: TrainConfig,
+    fitted: dict,
+    data_note: str,
+    train_pairs: Sequence[LabelledPair],
+    val_pairs: Sequence[LabelledPair],
+    trainable: int,
+    weights: dict[str, str],
+    seconds: float,
+) -> dict:
+    """The manifest (the card) written beside a trained evaluator, which :func:`model_card` renders as its README.md.
+
+    ``fitted`` holds what training found: ``calibration``, ``topic_guard``,
+    ``domain``, ``history`` (the validation metrics by epoch) and ``best`` (the
+    kept epoch's index).
+    """
+    calib = fitted["calibration"]
+    return {
+        "format": 1,
+        "kind": "cross-encoder",
+        "crag_version": __version__,
+        "base": config.base,
+        "adapter": "lora",
+        "max_length": config.max_length,
+        "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
+        "topic_guard": fitted["topic_guard"],
+        "domain": fitted["domain"],
+        "calibration": {k: v for k, v in calib.to_dict().items()},
+        "validation_by_epoch": fitted["history"],
+        "best_epoch": fitted["best"] + 1,
+        "data": {
+            "note": data_note,
+            "train_questions": len(set(question_groups(train_pairs))),
+            "train_pairs": len(train_pairs),
+            "train_positive": sum(p.label for p in train_pairs),
+            "validation_questions": len(set(question_groups(val_pairs))),
+            "validation_pairs": len(val_pairs),
+            "validation_positive": sum(p.label for p in val_pairs),
+            # which questions it has seen, so that a test on them is named in-sample (count_seen)
+            "seen": {
+                "training": sorted({question_fingerprint(p.question) for p in train_pairs}),
+                "validation": sorted({question_fingerprint(p.question) for p in val_pairs}),
+            },
+        },
+        "settings": asdict(config),
+        "trainable_parameters": trainable,
+        "seconds": round(seconds, 1),
+        "files": weights,
+    }

@@ -7,11 +7,9 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..version import __version__
 from ..calibrate import action_accuracy, calibrate, choose_action_thresholds
 from ..errors import CragError
 from ..evaluator import (
@@ -25,12 +23,11 @@ from ..evaluator import (
 )
 from ..index import is_crag_index
 
-from .card import model_card
+from .card import manifest, model_card
 from .data import (
     LabelledPair,
     TrainConfig,
     TrainingError,
-    question_fingerprint,
     question_groups,
     calibration_items,
     validation_metrics,
@@ -127,24 +124,69 @@ def train(
     checked (:func:`check_output_folder`, with ``inputs``) before training and
     again just before the rename.
     """
-    import numpy as np
     import torch
-    from peft import LoraConfig, TaskType, get_peft_model
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
-    from transformers.utils import logging as hf_logging
 
     from .. import files
-    from ..refine import decompose
 
+    _check_pairs(train_pairs, val_pairs)
+    out = Path(out)
+    check_output_folder(out)
+    files.clean_stale(out)
+    start = time.time()
+    tokenizer, model, t5 = _lora_model(config)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    log(
+        f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
+        f"validating on {len(val_pairs)}"
+    )
+    train_ds = _PairDataset(tokenizer, train_pairs, config.max_length, t5)
+    val_ds = _PairDataset(tokenizer, val_pairs, config.max_length, t5)
+    work = files.temp_dir(out)
+    try:
+        model, history = _fit(model, tokenizer, train_ds, val_ds, val_pairs, config, work)
+        best = max(range(len(history)), key=lambda i: (history[i]["action_accuracy"], -i))
+        # calibrate on the validation questions only (never on the training ones)
+        from ..evaluator import CrossEncoderEvaluator
+
+        scorer = CrossEncoderEvaluator.__new__(CrossEncoderEvaluator)
+        CrossEncoderEvaluator.__init__(scorer, work, batch_size=64, max_length=config.max_length)
+        scorer._tokenizer, scorer._model, scorer._t5 = tokenizer, model, t5
+        torch.set_grad_enabled(False)
+        calib, guard = _calibrate_on_validation(scorer, val_pairs, config, t5, log)
+        domain_known, domain = _fit_domain(config, train_pairs, val_pairs, t5, log)
+        _note_weak_auc(history[best].get("auc") if history else None, calib, log)
+        final = files.temp_dir(out)
+        try:
+            weights = _save_weights(final, model, config.base, domain_known, domain)
+            fitted = {"calibration": calib, "topic_guard": guard, "domain": domain, "history": history, "best": best}
+            card = manifest(config, fitted, data_note, train_pairs, val_pairs, trainable, weights, time.time() - start)
+            (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+            (final / "README.md").write_text(model_card(card), encoding="utf-8")
+            check_output_folder(out, inputs)  # again: training took a while, and the folder may have changed
+            _replace_folder(final, out)
+        except BaseException:
+            files.remove(final)
+            raise
+    finally:
+        files.remove(work)
+    return card
+
+
+def _check_pairs(train_pairs: Sequence[LabelledPair], val_pairs: Sequence[LabelledPair]) -> None:
+    """Refuse a split that leaves a side empty, or one without both positives and negatives."""
     if not train_pairs or not val_pairs:
         raise TrainingError("training needs pairs on both sides of the split")
     for side, pairs in (("training", train_pairs), ("validation", val_pairs)):
         if not any(p.label for p in pairs) or all(p.label for p in pairs):
             raise TrainingError(f"the {side} pairs need both positives and negatives")
-    out = Path(out)
-    check_output_folder(out)
-    files.clean_stale(out)
-    start = time.time()
+
+
+def _lora_model(config: TrainConfig):
+    """The base encoder's tokenizer, the encoder with a LoRA adapter and head to train, and whether it is a T5."""
+    import torch
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import set_seed
+
     if config.threads:
         torch.set_num_threads(config.threads)
     set_seed(config.seed)
@@ -158,15 +200,21 @@ def train(
         lora_dropout=config.lora_dropout,
         target_modules="all-linear",
     )
-    model = get_peft_model(model, lora)
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    log(
-        f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
-        f"validating on {len(val_pairs)}"
-    )
-    train_ds = _PairDataset(tokenizer, train_pairs, config.max_length, t5)
-    val_ds = _PairDataset(tokenizer, val_pairs, config.max_length, t5)
-    precision = {"correct_precision": config.correct_precision, "incorrect_precision": config.incorrect_precision}
+    return tokenizer, get_peft_model(model, lora), t5
+
+
+def _fit(model, tokenizer, train_ds, val_ds, val_pairs, config: TrainConfig, work: Path) -> tuple[object, list[dict]]:
+    """Train with transformers' Trainer, checkpoints in ``work``; the best epoch's model and every epoch's metrics.
+
+    Each epoch is scored on the validation pairs (:func:`validation_metrics`);
+    the best by action accuracy is the model returned.
+    """
+    import numpy as np
+    import torch
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+    from transformers.utils import logging as hf_logging
+
+    precision = _precision(config)
     history: list[dict] = []
 
     def compute_metrics(pred) -> dict:
@@ -175,166 +223,138 @@ def train(
         history.append(metrics)
         return {k: v for k, v in metrics.items() if isinstance(v, float)}
 
-    work = files.temp_dir(out)
-    try:
-        args = TrainingArguments(
-            output_dir=str(work / "checkpoints"),
-            num_train_epochs=config.epochs,
-            per_device_train_batch_size=config.batch_size,
-            per_device_eval_batch_size=max(32, config.batch_size),
-            learning_rate=config.learning_rate,
-            **_warmup(0.1),
-            weight_decay=0.01,
-            lr_scheduler_type="linear",
-            eval_strategy="epoch",
-            save_strategy="epoch",
-            save_total_limit=2,
-            load_best_model_at_end=True,
-            metric_for_best_model="action_accuracy",
-            greater_is_better=True,
-            seed=config.seed,
-            data_seed=config.seed,
-            use_cpu=not torch.cuda.is_available(),
-            report_to=[],
-            logging_strategy="epoch",
-            dataloader_num_workers=0,
-            disable_tqdm=False,
-            save_only_model=True,
-        )
-        hf_logging.set_verbosity_error()
-        trainer = Trainer(
-            model=model,
-            args=args,
-            train_dataset=train_ds,
-            eval_dataset=val_ds,
-            data_collator=DataCollatorWithPadding(tokenizer),
-            compute_metrics=compute_metrics,
-        )
-        with contextlib.redirect_stdout(sys.stderr):  # the Trainer's logs are progress, not data
-            trainer.train()
-        model = trainer.model.eval()
-        best = max(range(len(history)), key=lambda i: (history[i]["action_accuracy"], -i))
-        # calibrate on the validation questions only (never on the training ones)
-        from ..evaluator import CrossEncoderEvaluator
+    args = TrainingArguments(
+        output_dir=str(work / "checkpoints"),
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=max(32, config.batch_size),
+        learning_rate=config.learning_rate,
+        **_warmup(0.1),
+        weight_decay=0.01,
+        lr_scheduler_type="linear",
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        save_total_limit=2,
+        load_best_model_at_end=True,
+        metric_for_best_model="action_accuracy",
+        greater_is_better=True,
+        seed=config.seed,
+        data_seed=config.seed,
+        use_cpu=not torch.cuda.is_available(),
+        report_to=[],
+        logging_strategy="epoch",
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        save_only_model=True,
+    )
+    hf_logging.set_verbosity_error()
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=val_ds,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=compute_metrics,
+    )
+    with contextlib.redirect_stdout(sys.stderr):  # the Trainer's logs are progress, not data
+        trainer.train()
+    return trainer.model.eval(), history
 
-        scorer = CrossEncoderEvaluator.__new__(CrossEncoderEvaluator)
-        CrossEncoderEvaluator.__init__(scorer, work, batch_size=64, max_length=config.max_length)
-        scorer._tokenizer, scorer._model, scorer._t5 = tokenizer, model, t5
-        torch.set_grad_enabled(False)
-        val_input = [(p.question, p.passage) for p in val_pairs]
-        val_scores = scorer.score(val_input)
-        strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
-        strip_scores = scorer.score([(p.question, s) for p, s in strips])
-        items = calibration_items(val_pairs, val_scores)
-        calib = calibrate(
-            items,
-            strip_scores,
-            [p.label == 1 and p.strip_holds(s) for p, s in strips],
-            config.correct_precision,
-            config.incorrect_precision,
-            config.strip_recall,
+
+def _calibrate_on_validation(scorer, val_pairs, config: TrainConfig, t5: bool, log: Callable[[str], None]):
+    """The action and strip thresholds, calibrated on the validation pairs, and the topic guard (``None`` if none)."""
+    from ..refine import decompose
+
+    precision = _precision(config)
+    val_input = [(p.question, p.passage) for p in val_pairs]
+    val_scores = scorer.score(val_input)
+    strips = [(p, s) for p in val_pairs for s in decompose(p.passage, config.strip_mode)]
+    strip_scores = scorer.score([(p.question, s) for p, s in strips])
+    items = calibration_items(val_pairs, val_scores)
+    calib = calibrate(
+        items,
+        strip_scores,
+        [p.label == 1 and p.strip_holds(s) for p, s in strips],
+        config.correct_precision,
+        config.incorrect_precision,
+        config.strip_recall,
+    )
+    if len(items) > len(set(question_groups(val_pairs))):
+        calib.notes.append(
+            "every validation question holds its answer: each also counted with only its answer-free "
+            f"passages, as if the index lacked the answer ({len(items)} questions calibrated on)"
         )
-        if len(items) > len(set(question_groups(val_pairs))):
-            calib.notes.append(
-                "every validation question holds its answer: each also counted with only its answer-free "
-                f"passages, as if the index lacked the answer ({len(items)} questions calibrated on)"
-            )
-        guard = None
-        if config.topic_guard and not t5:
-            guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
-            if guard_report["off"]:
-                log("warning: " + guard_report["note"])
-            else:
-                log(
-                    f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; "
-                    + guard_report["note"]
-                )
-            calib.notes.append(guard_report["note"])
-            calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
-        from .domain import DOMAIN_FILE, save_domain  # here: `python -m crag_cli.train.domain` imports this package
+    guard = None
+    if config.topic_guard and not t5:
+        guard, guard_report = fit_topic_guard(scorer, config.base, val_pairs, val_input, calib, precision)
+        if guard_report["off"]:
+            log("warning: " + guard_report["note"])
+        else:
+            log(f"topic guard: cosine >= {guard['cosine']} lifts a score to {guard['score']}; " + guard_report["note"])
+        calib.notes.append(guard_report["note"])
+        calib.action_accuracy, calib.actions = guard_report["action_accuracy"], guard_report["actions"]
+    return calib, guard
 
-        domain = None
-        if not t5:  # the questions it knows (crag_cli.train.domain), embedded by the base encoder as the guard is
-            from ..evaluator import MiniLMEvaluator, base_path
-            from .domain import fit_domain
 
-            domain_known, domain = fit_domain(
-                MiniLMEvaluator(base_path(config.base), batch_size=64).embed,
-                list(dict.fromkeys(p.question for p in train_pairs)),
-                list(dict.fromkeys(p.question for p in val_pairs)),
-            )
-            log(
-                f"domain: a question whose nearest training question has a cosine below {domain['cosine']} is out "
-                f"of it ({domain['validation_out']} of {domain['validation_questions']} validation questions)"
-            )
-        best_auc = history[best].get("auc") if history else None
-        if best_auc is not None and best_auc < WEAK_AUC:
-            note = (
-                f"validation AUC {best_auc}: this evaluator tells the passages that hold the answer from the "
-                "others little better than chance (0.5); compare it with the default on your questions "
-                "(crag evaluator-test) before you use it"
-            )
-            log("warning: " + note)
-            calib.notes.append(note)
-        final = files.temp_dir(out)
-        try:
-            model.save_pretrained(str(final), safe_serialization=True)
-            adapter_config = final / "adapter_config.json"  # name the base as crag does, not this machine's path
-            if adapter_config.is_file():
-                cfg = json.loads(adapter_config.read_text(encoding="utf-8"))
-                cfg["base_model_name_or_path"] = config.base
-                adapter_config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            if domain is not None:
-                save_domain(final / DOMAIN_FILE, domain_known)
-            for f in final.iterdir():
-                os.chmod(f, files.default_mode())
-            weights = {
-                f.name: files.digest(f)[1]
-                for f in sorted(final.iterdir())
-                if f.suffix == ".safetensors" or f.name == DOMAIN_FILE
-            }
-            card = {
-                "format": 1,
-                "kind": "cross-encoder",
-                "crag_version": __version__,
-                "base": config.base,
-                "adapter": "lora",
-                "max_length": config.max_length,
-                "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
-                "topic_guard": guard,
-                "domain": domain,
-                "calibration": {k: v for k, v in calib.to_dict().items()},
-                "validation_by_epoch": history,
-                "best_epoch": best + 1,
-                "data": {
-                    "note": data_note,
-                    "train_questions": len(set(question_groups(train_pairs))),
-                    "train_pairs": len(train_pairs),
-                    "train_positive": sum(p.label for p in train_pairs),
-                    "validation_questions": len(set(question_groups(val_pairs))),
-                    "validation_pairs": len(val_pairs),
-                    "validation_positive": sum(p.label for p in val_pairs),
-                    # which questions it has seen, so that a test on them is named in-sample (count_seen)
-                    "seen": {
-                        "training": sorted({question_fingerprint(p.question) for p in train_pairs}),
-                        "validation": sorted({question_fingerprint(p.question) for p in val_pairs}),
-                    },
-                },
-                "settings": asdict(config),
-                "trainable_parameters": trainable,
-                "seconds": round(time.time() - start, 1),
-                "files": weights,
-            }
-            (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-            (final / "README.md").write_text(model_card(card), encoding="utf-8")
-            check_output_folder(out, inputs)  # again: training took a while, and the folder may have changed
-            _replace_folder(final, out)
-        except BaseException:
-            files.remove(final)
-            raise
-    finally:
-        files.remove(work)
-    return card
+def _fit_domain(config: TrainConfig, train_pairs, val_pairs, t5: bool, log: Callable[[str], None]):
+    """The questions the evaluator knows (:mod:`crag_cli.train.domain`) and its domain; ``(None, None)`` for a T5.
+
+    They are embedded by the base encoder, as the topic guard's are.
+    """
+    if t5:
+        return None, None
+    from ..evaluator import MiniLMEvaluator, base_path
+    from .domain import fit_domain  # here: `python -m crag_cli.train.domain` imports this package
+
+    domain_known, domain = fit_domain(
+        MiniLMEvaluator(base_path(config.base), batch_size=64).embed,
+        list(dict.fromkeys(p.question for p in train_pairs)),
+        list(dict.fromkeys(p.question for p in val_pairs)),
+    )
+    log(
+        f"domain: a question whose nearest training question has a cosine below {domain['cosine']} is out "
+        f"of it ({domain['validation_out']} of {domain['validation_questions']} validation questions)"
+    )
+    return domain_known, domain
+
+
+def _precision(config: TrainConfig) -> dict[str, float]:
+    """The precisions the action thresholds are chosen for, as :func:`validation_metrics` takes them."""
+    return {"correct_precision": config.correct_precision, "incorrect_precision": config.incorrect_precision}
+
+
+def _note_weak_auc(best_auc: float | None, calib, log: Callable[[str], None]) -> None:
+    """Warn, and note in the calibration, when the best epoch's validation AUC is below :data:`WEAK_AUC`."""
+    if best_auc is not None and best_auc < WEAK_AUC:
+        note = (
+            f"validation AUC {best_auc}: this evaluator tells the passages that hold the answer from the "
+            "others little better than chance (0.5); compare it with the default on your questions "
+            "(crag evaluator-test) before you use it"
+        )
+        log("warning: " + note)
+        calib.notes.append(note)
+
+
+def _save_weights(final: Path, model, base: str, domain_known, domain: dict | None) -> dict[str, str]:
+    """Write the adapter and head (and the domain's questions) into ``final``; their digests, by file name."""
+    from .. import files
+    from .domain import DOMAIN_FILE, save_domain
+
+    model.save_pretrained(str(final), safe_serialization=True)
+    adapter_config = final / "adapter_config.json"  # name the base as crag does, not this machine's path
+    if adapter_config.is_file():
+        cfg = json.loads(adapter_config.read_text(encoding="utf-8"))
+        cfg["base_model_name_or_path"] = base
+        adapter_config.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if domain is not None:
+        save_domain(final / DOMAIN_FILE, domain_known)
+    for f in final.iterdir():
+        os.chmod(f, files.default_mode())
+    return {
+        f.name: files.digest(f)[1]
+        for f in sorted(final.iterdir())
+        if f.suffix == ".safetensors" or f.name == DOMAIN_FILE
+    }
 
 
 def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: dict) -> tuple[dict, dict]:
