@@ -1,0 +1,59 @@
+"""crag_cli's modules and functions stay small enough to read whole: no module over 450 lines, no function over 80.
+
+The circle-free import graph, the third part of the same rule, is tests/test_imports.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "crag_cli"
+MAX_MODULE_LINES = 450
+MAX_FUNCTION_LINES = 80
+
+
+def _sources() -> list[tuple[str, str]]:
+    """Every module of crag_cli as (path from the repository root, text)."""
+    return [
+        (path.relative_to(PACKAGE.parent).as_posix(), path.read_text(encoding="utf-8"))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    ]
+
+
+def long_modules(sources: list[tuple[str, str]], limit: int = MAX_MODULE_LINES) -> list[str]:
+    """``path: N lines`` for each module over ``limit`` lines."""
+    return [f"{path}: {n} lines" for path, text in sources if (n := len(text.splitlines())) > limit]
+
+
+def long_functions(sources: list[tuple[str, str]], limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name: N lines`` for each function or method (nested ones too) over ``limit`` lines.
+
+    A function's length runs from its ``def`` line to its last line (decorators not counted).
+    """
+    found = []
+    for path, text in sources:
+        for node in ast.walk(ast.parse(text, filename=path)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    found.append(f"{path}:{node.lineno} {node.name}: {n} lines")
+    return found
+
+
+def test_the_checks_find_what_is_too_long_and_only_it():
+    short_def = "def f():\n    return 1\n"
+    long_def = "class C:\n    async def m(self):\n" + "        x = 1\n" * 5 + "\n\ndef g():\n    pass\n"
+    sources = [("a.py", short_def), ("b.py", long_def)]
+    assert long_modules(sources, limit=6) == ["b.py: 11 lines"]
+    assert long_functions(sources, limit=5) == ["b.py:2 m: 6 lines"]
+
+
+def test_no_module_of_crag_cli_is_over_450_lines():
+    offenders = long_modules(_sources())
+    assert not offenders, f"modules over {MAX_MODULE_LINES} lines (split them):\n" + "\n".join(offenders)
+
+
+def test_no_function_of_crag_cli_is_over_80_lines():
+    offenders = long_functions(_sources())
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them):\n" + "\n".join(offenders)
