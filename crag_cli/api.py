@@ -53,7 +53,7 @@ class Crag:
         return self
 
     def ask(self, question: str, answers: Iterable[str] | None = None, on_token: Callable[[str], None] | None = None):
-        """Answer one question; ``on_token`` receives the answer as it streams. Returns a ``pipeline.Result``.
+        """Answer one question: a :class:`crag_cli.result.Result`; ``on_token`` receives the answer as it streams.
 
         Raises ``ValueError`` for an empty question; errors of the models or the web propagate.
         """

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .match import holds_answer, is_grounded, new_words, restates
+from .match import is_grounded, new_words, restates
 from .evaluator import Evaluator
 from .generator import Generation, Generator
 from .index import Hit, Retriever
-from .reading import ActionReading, Evidence, ProgressiveReading, Reading, ReadingPolicy
+from .reading import ActionReading, ProgressiveReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
     TASK_CHOICES,
@@ -34,6 +33,7 @@ from .refine import (
     refine,
     strip_pieces,
 )
+from .result import Result, Timer, evidence
 from .web import ExternalKnowledge, WebCorrector
 
 MODES = ("crag", "rag", "rag+web", "no-retrieval")
@@ -49,82 +49,6 @@ def uses_evaluator(mode: str, task: str) -> bool:
     (False, True, False)
     """
     return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
-
-
-@dataclass
-class Result:
-    """Everything one question produced; :func:`crag_cli.records.to_record` turns it into JSON."""
-
-    question: str
-    id: str | None = None
-    task: str = AUTO  # the task asked for (``auto``: see :func:`crag_cli.prompts.prompt_task`)
-    prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
-    mode: str = "crag"
-    model: str | None = None  # the generator that answered
-    evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
-    action: Action | None = None
-    hits: list[Hit] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    thresholds: Thresholds | None = None
-    lexical_support: float | None = None  # the share that made a passage supported (crag mode)
-    supported: bool | None = None  # some passage had lexical support (decided with the action)
-    in_domain: bool | None = None  # the question is like the evaluator's training questions (None: it cannot tell)
-    internal_knowledge: list[Strip] | None = None
-    external_knowledge: ExternalKnowledge | None = None
-    knowledge_used: list[KnowledgeItem] = field(default_factory=list)
-    reading: str | None = None  # why the reader read what it did (the reading policy's words; crag mode)
-    answer: str | None = None
-    answers: list[str] | None = None
-    grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
-    not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
-    restated: str | None = None  # a first answer that only restated the question, asked again (Task.retry)
-    prompt_tokens: int | None = None
-    read_more: bool | None = None  # progressive reading: the first part's answer did not stand, all was read
-    confidence: float | None = None  # progressive reading: the first answer's mean token log-probability
-    reused_tokens: int | None = None  # progressive reading: the second prompt's tokens the first left in the cache
-    timings: dict[str, float] = field(default_factory=dict)
-    error: str | None = None
-
-    @property
-    def basis(self) -> str | None:
-        """What the answer rests on: ``knowledge`` (what was read), ``model`` (the model's own memory: nothing
-        was read, under ``no-retrieval`` or ``model_knowledge``) or ``none`` (not found: no answer); ``None``
-        when no answer was asked for or generation failed."""
-        if self.not_found is not None:
-            return "none"
-        if self.answer is None:
-            return None
-        return "knowledge" if self.knowledge_used else "model"
-
-    @property
-    def correct(self) -> bool | None:
-        """Whether the answer holds a gold alias; a question not found counts as wrong, a failed one is not graded."""
-        if not self.answers:
-            return None
-        if self.answer is None:
-            return False if self.not_found is not None else None
-        return is_correct(self.answer, self.answers)
-
-
-def is_correct(answer: str, gold: Sequence[str]) -> bool:
-    """PopQA's metric with whole words: some (non-empty) gold alias occurs in the answer, ignoring case.
-
-    "pol" (an alias of "politician") does not make "policy adviser" correct; see
-    :func:`crag_cli.match.holds_answer`.
-    """
-    return holds_answer(answer, gold)
-
-
-def evidence(result: Result) -> Evidence:
-    """What the reading policy is given of an evaluated and acted-on ``result``."""
-    return Evidence(
-        action=result.action,
-        scores=list(result.scores),
-        supported=result.supported,
-        in_domain=result.in_domain,
-        internal=list(result.internal_knowledge or []),
-        external=list(result.external_knowledge.strips) if result.external_knowledge else [],
-    )
 
 
 class _HeldBack:
@@ -151,17 +75,6 @@ class _HeldBack:
         if self.held:
             self.on_token("".join(self.held))
         self.held, self.open = [], True
-
-
-class _Timer:
-    def __init__(self, timings: dict[str, float], stage: str) -> None:
-        self.timings, self.stage = timings, stage
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc):
-        self.timings[self.stage] = self.timings.get(self.stage, 0.0) + time.perf_counter() - self.start
 
 
 class _Scorer:
@@ -371,9 +284,9 @@ class Pipeline:
         """Retrieve, score and decide: everything before the action's branch."""
         result = result or Result(question=question, task=self.task)
         result.evaluator = getattr(self.evaluator, "name", None)
-        with _Timer(result.timings, "retrieve"):
+        with Timer(result.timings, "retrieve"):
             result.hits = self.retriever.search(question, self.top_k)
-        with _Timer(result.timings, "evaluate"):
+        with Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
@@ -428,7 +341,7 @@ class Pipeline:
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
             ]
         sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in kept]
-        with _Timer(result.timings, "refine"):
+        with Timer(result.timings, "refine"):
             return refine(
                 result.question,
                 sources,
@@ -549,7 +462,7 @@ class Pipeline:
             reading = self._keep_first(result)
             items = self._knowledge(reading.strips)
         elif mode in ("rag", "rag+web"):
-            with _Timer(result.timings, "retrieve"):
+            with Timer(result.timings, "retrieve"):
                 result.hits = self.retriever.search(question, self.top_k)
             items += [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
             if mode == "rag+web":
@@ -557,7 +470,7 @@ class Pipeline:
                 items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
             if task == AUTO:
                 # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
-                with _Timer(result.timings, "domain"):
+                with Timer(result.timings, "domain"):
                     result.in_domain = self._knows([question])[0]
                 result.evaluator = getattr(self.evaluator, "name", None)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
@@ -612,7 +525,7 @@ class Pipeline:
         occurs in them and is confident (:class:`crag_cli.reading.Reading`). ``prompt_tokens`` counts both
         prompts, ``reused_tokens`` the second's tokens served from the model's cache."""
         task = result.prompt_task or result.task
-        with _Timer(result.timings, "generate"):
+        with Timer(result.timings, "generate"):
             try:
                 answer, kept, gen = self._ask(result.question, items[: reading.first], task)
             except Exception as exc:
@@ -640,7 +553,7 @@ class Pipeline:
         what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
         task = result.prompt_task or result.task
-        with _Timer(result.timings, "generate"):
+        with Timer(result.timings, "generate"):
             try:
                 retry = TASKS[task].retry if items else None
                 held = _HeldBack(on_token, result.question) if retry and on_token is not None else None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import jsonl
-from .pipeline import Result
+from .result import Result
 from .prompts import TASK_CHOICES as VALID_TASKS
 
 JSON_BLANK = b" \t\r\n"  # JSON's white space: a line of nothing else is blank
