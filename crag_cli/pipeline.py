@@ -1,30 +1,28 @@
 """The corrective pipeline: CRAG's Algorithm 1, and the baselines it is measured against.
 
 ``Pipeline.run`` does, for one question:
-retrieve -> evaluate -> decide -> (refine internal | search external | both) -> generate.
+retrieve -> evaluate -> decide -> (refine internal | search external | both) -> read -> generate.
 Each stage is a small object given to the constructor (a retriever, an
-evaluator, a web corrector, a generator), so each can be replaced or faked.
+evaluator, a web corrector, a generator, a reading policy), so each can be
+replaced or faked. What the question produced is a :class:`crag_cli.result.Result`;
+the generation step is :mod:`crag_cli.generation`.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .match import is_grounded, new_words, restates
 from .evaluator import Evaluator
-from .generator import Generation, Generator
+from .generation import GenerationStep, not_found
+from .generator import Generator
 from .index import Hit, Retriever
 from .reading import ActionReading, ProgressiveReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
     TASK_CHOICES,
-    TASKS,
     KnowledgeItem,
-    clean_answer,
-    fit_knowledge,
     prompt_task,
 )
 from .refine import (
@@ -49,32 +47,6 @@ def uses_evaluator(mode: str, task: str) -> bool:
     (False, True, False)
     """
     return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
-
-
-class _HeldBack:
-    """Streams an answer that may be asked again (:attr:`crag_cli.prompts.Task.retry`) only once it cannot
-    be a restatement: a finished word of its first line is a content word the question lacks. Until then
-    the pieces are held; :meth:`release` streams what is held when the answer stands."""
-
-    def __init__(self, on_token: Callable[[str], None], question: str) -> None:
-        self.on_token, self.question = on_token, question
-        self.held: list[str] = []
-        self.open = False
-
-    def __call__(self, piece: str) -> None:
-        if self.open:
-            self.on_token(piece)
-            return
-        self.held.append(piece)
-        text = "".join(self.held)
-        first = (text.strip().splitlines() or [""])[0]
-        if new_words(re.sub(r"\w+$", "", first), self.question):  # its finished words only
-            self.release()
-
-    def release(self) -> None:
-        if self.held:
-            self.on_token("".join(self.held))
-        self.held, self.open = [], True
 
 
 class _Scorer:
@@ -407,6 +379,25 @@ class Pipeline:
             return ExternalKnowledge.disabled()
         return self.web.run(result.question, result.timings)
 
+    def _unchecked(self, result: Result) -> list[KnowledgeItem]:
+        """The baselines' knowledge: the top-k passages unchecked, and under ``rag+web`` the web's strips too.
+
+        Under ``auto`` the evaluator is asked the question's domain alone (to pick the prompt), no passage scored.
+        """
+        question = result.question
+        with Timer(result.timings, "retrieve"):
+            result.hits = self.retriever.search(question, self.top_k)
+        items = [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
+        if result.mode == "rag+web":
+            result.external_knowledge = self._external(result)
+            items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
+        if result.task == AUTO:
+            # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
+            with Timer(result.timings, "domain"):
+                result.in_domain = self._knows([question])[0]
+            result.evaluator = getattr(self.evaluator, "name", None)
+        return items
+
     def run(
         self,
         question: str,
@@ -458,125 +449,19 @@ class Pipeline:
             if seconds:
                 result.timings[stage] = seconds
         if mode == "crag":
-            self.act(self.evaluate(question, result))
-            reading = self._keep_first(result)
+            self.evaluate(question, result)  # retrieve, evaluate, decide the action
+            self.act(result)  # the action's knowledge: refined passages, the web's strips, or both
+            reading = self._keep_first(result)  # what the reader reads of it
             items = self._knowledge(reading.strips)
         elif mode in ("rag", "rag+web"):
-            with Timer(result.timings, "retrieve"):
-                result.hits = self.retriever.search(question, self.top_k)
-            items += [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
-            if mode == "rag+web":
-                result.external_knowledge = self._external(result)
-                items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
-            if task == AUTO:
-                # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
-                with Timer(result.timings, "domain"):
-                    result.in_domain = self._knows([question])[0]
-                result.evaluator = getattr(self.evaluator, "name", None)
+            items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
         result.knowledge_used = items
         if self.generator is not None and not items and mode != "no-retrieval" and not self.model_knowledge:
-            result.not_found = self._not_found(result)
+            result.not_found = not_found(result, web=self.web is not None)
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            if reading is not None and reading.first and reading.first < len(items):
-                self._generate_progressively(result, items, reading, on_token)
-            else:
-                self._generate(result, items, on_token)
+            GenerationStep(self.generator, self.max_tokens, result).run(items, reading, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
-
-    def _not_found(self, result: Result) -> str:
-        """What a user reads instead of an answer when nothing was read (no passage kept, no web strip)."""
-        ext = result.external_knowledge
-        if self.web is None:
-            return "Not found in the indexed documents; web search is off."
-        if ext is None:  # Correct, or plain RAG: the web was not asked
-            return "Not found in the indexed documents."
-        if ext.error:
-            return f"Not found in the indexed documents; the web search failed ({ext.error})."
-        return "Not found in the indexed documents or on the web."
-
-    def _ask_again(
-        self, result: Result, items: list[KnowledgeItem], task: str
-    ) -> tuple[str, list[KnowledgeItem], int] | None:
-        """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens.
-
-        ``None`` when that generation fails or answers nothing: the first answer then stands.
-        """
-        try:
-            answer, kept, gen = self._ask(result.question, items, task)
-        except Exception:  # the first answer stands; a model that fails again fails the next question
-            return None
-        return (answer, kept, gen.prompt_tokens) if answer else None
-
-    def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
-        """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
-        :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
-        max_tokens = self.max_tokens or TASKS[task].max_tokens
-        budget = self.generator.n_ctx - max_tokens
-        messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
-        gen = self.generator.generate(messages, max_tokens, on_token)
-        return clean_answer(gen.text, task), kept, gen
-
-    def _generate_progressively(self, result: Result, items: list[KnowledgeItem], reading: Reading, on_token) -> None:
-        """Answer from ``reading.first`` items; read all of them (the same prompt, extended) unless that answer
-        occurs in them and is confident (:class:`crag_cli.reading.Reading`). ``prompt_tokens`` counts both
-        prompts, ``reused_tokens`` the second's tokens served from the model's cache."""
-        task = result.prompt_task or result.task
-        with Timer(result.timings, "generate"):
-            try:
-                answer, kept, gen = self._ask(result.question, items[: reading.first], task)
-            except Exception as exc:
-                result.error = f"generation failed: {type(exc).__name__}: {exc}"
-                return
-        result.confidence = round(gen.confidence, 4)
-        sure = bool(answer) and gen.confidence >= reading.min_confidence and not restates(answer, result.question)
-        if sure and is_grounded(answer, [k.text for k in kept]):
-            result.answer, result.knowledge_used, result.prompt_tokens = answer, kept, gen.prompt_tokens
-            result.read_more, result.grounded = False, True
-            if on_token is not None:
-                on_token(answer)
-            return
-        result.read_more = True
-        second = self._generate(result, items, on_token)
-        if second is not None:
-            result.prompt_tokens += gen.prompt_tokens
-            result.reused_tokens = second.reused_tokens  # the first prompt, which the second extends
-
-    def _generate(self, result: Result, items: list[KnowledgeItem], on_token) -> Generation | None:
-        """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
-        (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``.
-
-        The second answer is not streamed piece by piece: once it stands it goes to ``on_token`` whole, so
-        what streamed is the answer given. ``prompt_tokens`` counts both prompts.
-        """
-        task = result.prompt_task or result.task
-        with Timer(result.timings, "generate"):
-            try:
-                retry = TASKS[task].retry if items else None
-                held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
-                result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
-                result.prompt_tokens = gen.prompt_tokens
-                result.knowledge_used = kept
-                retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
-                again = (
-                    self._ask_again(result, items, retry)
-                    if retry and restates(result.answer, result.question)
-                    else None
-                )
-                if again is not None:
-                    result.restated, (result.answer, kept, tokens) = result.answer, again
-                    result.knowledge_used = kept
-                    result.prompt_tokens += tokens
-                    if on_token is not None:
-                        on_token(result.answer)
-                elif held is not None:
-                    held.release()
-                if TASKS[task].grounded and result.mode != "no-retrieval":
-                    result.grounded = is_grounded(result.answer, [k.text for k in kept])
-                return gen
-            except Exception as exc:  # a model failure is this question's error, not the batch's
-                result.error = f"generation failed: {type(exc).__name__}: {exc}"
-                return None

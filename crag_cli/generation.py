@@ -1,0 +1,151 @@
+"""CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
+
+:class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
+question is asked once more), or progressively when the reading policy read a
+part first (:class:`crag_cli.reading.Reading`); :func:`not_found` is what a user
+reads instead when nothing was read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .generator import Generation, Generator
+from .match import is_grounded, new_words, restates
+from .prompts import TASKS, KnowledgeItem, clean_answer, fit_knowledge
+from .reading import Reading
+from .result import Result, Timer
+
+
+def not_found(result: Result, web: bool) -> str:
+    """What a user reads instead of an answer when nothing was read (no passage kept, no web strip);
+    ``web``: whether the pipeline has a web stage."""
+    ext = result.external_knowledge
+    if not web:
+        return "Not found in the indexed documents; web search is off."
+    if ext is None:  # Correct, or plain RAG: the web was not asked
+        return "Not found in the indexed documents."
+    if ext.error:
+        return f"Not found in the indexed documents; the web search failed ({ext.error})."
+    return "Not found in the indexed documents or on the web."
+
+
+class _HeldBack:
+    """Streams an answer that may be asked again (:attr:`crag_cli.prompts.Task.retry`) only once it cannot
+    be a restatement: a finished word of its first line is a content word the question lacks. Until then
+    the pieces are held; :meth:`release` streams what is held when the answer stands."""
+
+    def __init__(self, on_token: Callable[[str], None], question: str) -> None:
+        self.on_token, self.question = on_token, question
+        self.held: list[str] = []
+        self.open = False
+
+    def __call__(self, piece: str) -> None:
+        if self.open:
+            self.on_token(piece)
+            return
+        self.held.append(piece)
+        text = "".join(self.held)
+        first = (text.strip().splitlines() or [""])[0]
+        if new_words(re.sub(r"\w+$", "", first), self.question):  # its finished words only
+            self.release()
+
+    def release(self) -> None:
+        if self.held:
+            self.on_token("".join(self.held))
+        self.held, self.open = [], True
+
+
+class GenerationStep:
+    """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
+    what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error)."""
+
+    def __init__(self, generator: Generator, max_tokens: int | None, result: Result) -> None:
+        self.generator, self.max_tokens, self.result = generator, max_tokens, result
+
+    def run(self, items: list[KnowledgeItem], reading: Reading | None, on_token) -> None:
+        """Answer over ``items``: progressively when the reading read a part of them first, else at once."""
+        if reading is not None and reading.first and reading.first < len(items):
+            self.progressively(items, reading, on_token)
+        else:
+            self.generate(items, on_token)
+
+    def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
+        """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
+        :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
+        max_tokens = self.max_tokens or TASKS[task].max_tokens
+        budget = self.generator.n_ctx - max_tokens
+        messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
+        gen = self.generator.generate(messages, max_tokens, on_token)
+        return clean_answer(gen.text, task), kept, gen
+
+    def _ask_again(self, items: list[KnowledgeItem], task: str) -> tuple[str, list[KnowledgeItem], int] | None:
+        """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens.
+
+        ``None`` when that generation fails or answers nothing: the first answer then stands.
+        """
+        try:
+            answer, kept, gen = self._ask(self.result.question, items, task)
+        except Exception:  # the first answer stands; a model that fails again fails the next question
+            return None
+        return (answer, kept, gen.prompt_tokens) if answer else None
+
+    def progressively(self, items: list[KnowledgeItem], reading: Reading, on_token) -> None:
+        """Answer from ``reading.first`` items; read all of them (the same prompt, extended) unless that answer
+        occurs in them and is confident (:class:`crag_cli.reading.Reading`). ``prompt_tokens`` counts both
+        prompts, ``reused_tokens`` the second's tokens served from the model's cache."""
+        result = self.result
+        task = result.prompt_task or result.task
+        with Timer(result.timings, "generate"):
+            try:
+                answer, kept, gen = self._ask(result.question, items[: reading.first], task)
+            except Exception as exc:
+                result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                return
+        result.confidence = round(gen.confidence, 4)
+        sure = bool(answer) and gen.confidence >= reading.min_confidence and not restates(answer, result.question)
+        if sure and is_grounded(answer, [k.text for k in kept]):
+            result.answer, result.knowledge_used, result.prompt_tokens = answer, kept, gen.prompt_tokens
+            result.read_more, result.grounded = False, True
+            if on_token is not None:
+                on_token(answer)
+            return
+        result.read_more = True
+        second = self.generate(items, on_token)
+        if second is not None:
+            result.prompt_tokens += gen.prompt_tokens
+            result.reused_tokens = second.reused_tokens  # the first prompt, which the second extends
+
+    def generate(self, items: list[KnowledgeItem], on_token) -> Generation | None:
+        """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
+        (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``.
+
+        The second answer is not streamed piece by piece: once it stands it goes to ``on_token`` whole, so
+        what streamed is the answer given. ``prompt_tokens`` counts both prompts.
+        """
+        result = self.result
+        task = result.prompt_task or result.task
+        with Timer(result.timings, "generate"):
+            try:
+                retry = TASKS[task].retry if items else None
+                held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
+                result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
+                result.prompt_tokens = gen.prompt_tokens
+                result.knowledge_used = kept
+                retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
+                again = self._ask_again(items, retry) if retry and restates(result.answer, result.question) else None
+                if again is not None:
+                    result.restated, (result.answer, kept, tokens) = result.answer, again
+                    result.knowledge_used = kept
+                    result.prompt_tokens += tokens
+                    if on_token is not None:
+                        on_token(result.answer)
+                elif held is not None:
+                    held.release()
+                if TASKS[task].grounded and result.mode != "no-retrieval":
+                    result.grounded = is_grounded(result.answer, [k.text for k in kept])
+                return gen
+            except Exception as exc:  # a model failure is this question's error, not the batch's
+                result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                return None
