@@ -66,77 +66,52 @@ class _Scorer:
 class Pipeline:
     """CRAG over a retriever, an evaluator, a web corrector and a generator.
 
+    Most parameters are the settings of the same name (:class:`crag_cli.settings.Settings`, where each is
+    explained; ``crag ask --help-all``); where a default here differs from the setting's, it is the paper's
+    rule or no bound.
+
     Parameters
     ----------
     retriever : Retriever
+        Finds the passages (:mod:`crag_cli.index`).
     evaluator : Evaluator
+        Scores question-passage pairs and knows its domain (:mod:`crag_cli.evaluator`).
     thresholds : Thresholds
+        Upper, lower and filter thresholds (settings ``upper``, ``lower``, ``filter_threshold``, ``preset``).
     generator : Generator, optional
         ``None`` for evaluation-only use (``crag evaluate``).
     web : WebCorrector, optional
-        External knowledge for Incorrect / Ambiguous; ``None`` means no web.
+        External knowledge for Incorrect / Ambiguous (setting ``web``); ``None`` means no web.
     top_k : int
-        Passages retrieved per question.
+        Setting ``top_k``: passages retrieved per question.
     lexical_support : float
-        A passage holding more than this share of the question's term weight,
-        and scoring at least the filter threshold, has lexical support
-        (:func:`crag_cli.actions.supported`): then retrieval is not judged
-        Incorrect, Correct keeps that passage, and Ambiguous puts the passages
-        before the web's strips (:meth:`reader_strips`). 1: never (the paper's rule).
+        Setting ``lexical_support`` (:func:`crag_cli.actions.supported`); 1: never (the paper's rule).
     domain_guard : bool
-        An evaluator that knows its domain (``knows``: the questions it was
-        trained on, :mod:`crag_cli.train.domain`) judges Correct only the
-        questions in it; a question outside would be Ambiguous instead (both
-        sources, its passages first). ``False``: the paper's rule.
+        Setting ``domain_guard``: Correct only in the evaluator's domain; ``False``: the paper's rule.
     strip_mode : str
-        ``excerption``, ``fixed_num`` or ``selection``.
+        Setting ``strip_mode``: ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
-        The most strips the generator gets: refinement keeps this many of the
-        passages and of the web pages, and an Ambiguous question (both) reads
-        this many of the two in all (:meth:`reader_strips`; out of the
-        evaluator's domain, see ``outside_words``).
+        Setting ``strips``: the most strips the generator gets (:meth:`reader_strips`).
     strips_correct : int, optional
-        Strips kept when the action is Correct (default: ``strips``): when the
-        evaluator is sure, the generator gets fewer strips (the first kept, in
-        reading order). An Ambiguous question reads this many of its leading
-        source before the other's.
+        Setting ``strips_correct``; default: ``strips``.
     refine : bool
-        Cut the kept passages into strips too. ``False`` (crag's default, the
-        paper's "w/o refinement" for local passages): each kept passage is one
-        strip, whole; web pages are always refined.
+        Setting ``refine``; ``False``: each kept passage is one strip, whole (web pages are always refined).
     knowledge_words : int, optional
-        The most words of knowledge the generator gets in ``crag`` mode from
-        each source: the first strips in reading order until this many (at
-        least one); ``None``: no bound.
+        Setting ``knowledge_words``; ``None``: no bound.
     outside_words : int
-        The most words of passages an Ambiguous question outside the
-        evaluator's domain (``domain_guard``) reads when its passages lead: the
-        kept passages in retrieval order (with ``refine``, their strongest
-        ``strips`` strips) up to this many words, then as many of the web's
-        strips as the domain's rule gives it (``strips - strips_correct``);
-        see :meth:`reader_strips`. 0: the domain's rule.
+        Setting ``outside_words``; 0: the domain's rule.
     ranking : {"fused", "evaluator"}
-        How the strongest strips (the web's; the passages' with ``refine``) are
-        chosen: the evaluator's score fused with the retrieval order, or the
-        score alone (the paper); see :func:`crag_cli.refine.strongest_first`.
-        Passages kept whole keep their retrieval order.
+        Setting ``ranking`` (:func:`crag_cli.refine.strongest_first`); ``evaluator``: the paper's.
     task : str
-        Default task for questions that name none: a prompt of
-        :data:`crag_cli.prompts.TASKS`, or ``auto`` (the prompt picked by the
-        evaluator's domain, :func:`crag_cli.prompts.prompt_task`).
+        Setting ``task``: the default for questions that name none (:data:`crag_cli.prompts.TASKS` or ``auto``).
     max_tokens : int, optional
-        Tokens to generate (default per task).
+        Setting ``max_tokens``: tokens to generate (default per task).
     model_knowledge : bool
-        When nothing is read (no passage kept, no web strip), answer from the
-        generator's own memory (``Result.basis`` "model"); ``False``: no
-        answer, ``Result.not_found`` says why.
+        Setting ``model_knowledge``; ``False``: nothing read, no answer (``Result.not_found`` says why).
     reading : ReadingPolicy, optional
-        What the reader reads of the action's knowledge (:mod:`crag_cli.reading`);
-        default: crag's rule with the settings above (:attr:`reading`).
+        What the reader reads of the action's knowledge (:mod:`crag_cli.reading`); default: :attr:`reading`.
     read_first, min_confidence
-        With ``read_first`` words (0: off), the default policy reads that many
-        words of passages first, and the rest only when that answer is not in
-        them with at least ``min_confidence`` (:class:`crag_cli.reading.ProgressiveReading`).
+        Settings ``read_first`` and ``min_confidence`` (:class:`crag_cli.reading.ProgressiveReading`); 0: off.
     """
 
     def __init__(
