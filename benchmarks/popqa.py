@@ -21,7 +21,6 @@ generator and web (no web cache, so every mode pays for its searches):
 ``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
 ``crag-model-rewrite``  CRAG whose search query the generator writes (``--rewrite model``)
-``crag-read-first``     CRAG reading 300 words of passages first (``--read-first 300``, experimental)
 ======================  =====================================================
 
 It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
@@ -88,11 +87,10 @@ MODES = {
     "crag-refine": ["--mode", "crag", "--refine", "WEB"],
     "crag-no-rewrite": ["--mode", "crag", "--rewrite", "none", "WEB"],
     "crag-model-rewrite": ["--mode", "crag", "--rewrite", "model", "WEB"],
-    "crag-read-first": ["--mode", "crag", "--read-first", "300", "WEB"],  # progressive reading (experimental)
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 # the modes whose --evaluator matters
-EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite", "crag-read-first"}
+EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
@@ -156,9 +154,10 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     right = 0.0
     stage = {s: 0.0 for s in STAGES}
     prompt_tokens = [r["prompt_tokens"] for r in records if r.get("prompt_tokens") is not None]
-    # what the reader read: the prompt's tokens less those served from the cache of the prompt before
-    tokens_read = [r["prompt_tokens"] - (r.get("reused_tokens") or 0) for r in records if r.get("prompt_tokens")]
-    staged = [r["read_more"] for r in records if r.get("read_more") is not None]
+    readings: dict[str, int] = {}  # what crag's reading rule read (the record's ``reading``), how often
+    for r in records:
+        if r.get("reading"):
+            readings[r["reading"]] = readings.get(r["reading"], 0) + 1
     knowledge_holds = web_used = web_holds = 0
     right_word = right_substring = 0
     relations: dict[str, list[int]] = {}  # relation -> [knowledge holds, of those answered]
@@ -226,8 +225,7 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
         "actions": actions,
         "action_accuracy": round(right / n, 4) if actions else None,
         "prompt_tokens": round(sum(prompt_tokens) / len(prompt_tokens), 1) if prompt_tokens else None,
-        "tokens_read": round(sum(tokens_read) / len(tokens_read), 1) if tokens_read else None,
-        "read_more": [sum(staged), len(staged)] if staged else None,
+        "readings": readings or None,
         "seconds_per_question": round(sum((r.get("timings") or {}).get("total", 0.0) for r in records) / n, 3),
         "stage_seconds": {s: round(v / n, 3) for s, v in stage.items()},
         "knowledge_holds_answer": round(knowledge_holds / n, 4) if n else None,

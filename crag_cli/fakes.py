@@ -14,6 +14,8 @@ Each satisfies the stage's Protocol (:class:`~crag_cli.index.Retriever`,
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -38,6 +40,13 @@ class FakeRetriever:
 
     def search(self, query: str, k: int) -> list[Hit]:
         return [Hit(p, float(len(self.passages) - i), i + 1, self.support) for i, p in enumerate(self.passages[:k])]
+
+    def text_support(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """The share of the query's distinct words (lower-cased) each text holds; ``None`` without ``support``."""
+        if self.support is None:
+            return None
+        words = set(re.findall(r"\w+", query.lower()))
+        return [len(words & set(re.findall(r"\w+", t.lower()))) / max(len(words), 1) for t in texts]
 
 
 class FakeEvaluator:

@@ -1,9 +1,8 @@
 """CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
-question is asked once more), or progressively when the reading policy read a
-part first (:class:`crag_cli.reading.Reading`); :func:`not_found` is what a user
-reads instead when nothing was read.
+question is asked once more); :func:`not_found` is what a user reads instead
+when nothing was read.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import Callable
 from .generator import Generation, Generator
 from .match import is_grounded, new_words, restates
 from .prompts import TASKS, KnowledgeItem, clean_answer, fit_knowledge
-from .reading import Reading
 from .result import Result, Timer
 
 
@@ -64,13 +62,6 @@ class GenerationStep:
     def __init__(self, generator: Generator, max_tokens: int | None, result: Result) -> None:
         self.generator, self.max_tokens, self.result = generator, max_tokens, result
 
-    def run(self, items: list[KnowledgeItem], reading: Reading | None, on_token) -> None:
-        """Answer over ``items``: progressively when the reading read a part of them first, else at once."""
-        if reading is not None and reading.first and reading.first < len(items):
-            self.progressively(items, reading, on_token)
-        else:
-            self.generate(items, on_token)
-
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
         :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
@@ -90,32 +81,6 @@ class GenerationStep:
         except Exception:  # the first answer stands; a model that fails again fails the next question
             return None
         return (answer, kept, gen.prompt_tokens) if answer else None
-
-    def progressively(self, items: list[KnowledgeItem], reading: Reading, on_token) -> None:
-        """Answer from ``reading.first`` items; read all of them (the same prompt, extended) unless that answer
-        occurs in them and is confident (:class:`crag_cli.reading.Reading`). ``prompt_tokens`` counts both
-        prompts, ``reused_tokens`` the second's tokens served from the model's cache."""
-        result = self.result
-        task = result.prompt_task or result.task
-        with Timer(result.timings, "generate"):
-            try:
-                answer, kept, gen = self._ask(result.question, items[: reading.first], task)
-            except Exception as exc:
-                result.error = f"generation failed: {type(exc).__name__}: {exc}"
-                return
-        result.confidence = round(gen.confidence, 4)
-        sure = bool(answer) and gen.confidence >= reading.min_confidence and not restates(answer, result.question)
-        if sure and is_grounded(answer, [k.text for k in kept]):
-            result.answer, result.knowledge_used, result.prompt_tokens = answer, kept, gen.prompt_tokens
-            result.read_more, result.grounded = False, True
-            if on_token is not None:
-                on_token(answer)
-            return
-        result.read_more = True
-        second = self.generate(items, on_token)
-        if second is not None:
-            result.prompt_tokens += gen.prompt_tokens
-            result.reused_tokens = second.reused_tokens  # the first prompt, which the second extends
 
     def generate(self, items: list[KnowledgeItem], on_token) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more

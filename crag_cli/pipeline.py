@@ -11,6 +11,7 @@ the generation step is :mod:`crag_cli.generation`.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
@@ -18,7 +19,7 @@ from .evaluator import Evaluator
 from .generation import GenerationStep, not_found
 from .generator import Generator
 from .index import Hit, Retriever
-from .reading import ActionReading, ProgressiveReading, Reading, ReadingPolicy
+from .reading import ActionReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
     TASK_CHOICES,
@@ -98,8 +99,8 @@ class Pipeline:
         Setting ``refine``; ``False``: each kept passage is one strip, whole (web pages are always refined).
     knowledge_words : int, optional
         Setting ``knowledge_words``; ``None``: no bound.
-    outside_words : int
-        Setting ``outside_words``; 0: the domain's rule.
+    read_words, close_support
+        Settings ``read_words`` and ``close_support``: what an Ambiguous question reads (:class:`ActionReading`).
     ranking : {"fused", "evaluator"}
         Setting ``ranking`` (:func:`crag_cli.refine.strongest_first`); ``evaluator``: the paper's.
     task : str
@@ -110,8 +111,6 @@ class Pipeline:
         Setting ``model_knowledge``; ``False``: nothing read, no answer (``Result.not_found`` says why).
     reading : ReadingPolicy, optional
         What the reader reads of the action's knowledge (:mod:`crag_cli.reading`); default: :attr:`reading`.
-    read_first, min_confidence
-        Settings ``read_first`` and ``min_confidence`` (:class:`crag_cli.reading.ProgressiveReading`); 0: off.
     """
 
     def __init__(
@@ -130,13 +129,12 @@ class Pipeline:
         refine: bool = False,
         ranking: str = "evaluator",
         knowledge_words: int | None = None,
-        outside_words: int = 0,
+        read_words: int = 450,
+        close_support: float = 0.1,
         task: str = AUTO,
         max_tokens: int | None = None,
         model_knowledge: bool = False,
         reading: ReadingPolicy | None = None,
-        read_first: int = 0,
-        min_confidence: float = -0.3,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -154,12 +152,11 @@ class Pipeline:
         self.refine_knowledge = refine  # (the name ``refine`` is the module's function)
         self.ranking = ranking
         self.knowledge_words = knowledge_words
-        self.outside_words = outside_words
+        self.read_words, self.close_support = read_words, close_support
         self.task = task
         self.max_tokens = max_tokens
         self.model_knowledge = model_knowledge
         self._reading = reading
-        self.read_first, self.min_confidence = read_first, min_confidence
         self._scorer = _Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
@@ -252,7 +249,15 @@ class Pipeline:
             result.internal_knowledge = self._internal(result)
         if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
             result.external_knowledge = self._external(result)
+        if result.action is Action.AMBIGUOUS:  # what its reading compares: each strip's share of the question
+            result.internal_knowledge = self._weighed(result.question, result.internal_knowledge)
+            result.external_knowledge.strips = self._weighed(result.question, result.external_knowledge.strips)
         return result
+
+    def _weighed(self, question: str, strips: list[Strip]) -> list[Strip]:
+        """``strips`` with their :attr:`~crag_cli.refine.Strip.support` as the retriever weighs it (or as they are)."""
+        support = self.retriever.text_support(question, [s.text for s in strips]) if strips else None
+        return [replace(s, support=x) for s, x in zip(strips, support)] if support is not None else strips
 
     def _knows(self, questions: Sequence[str]) -> list[bool | None]:
         """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
@@ -301,11 +306,8 @@ class Pipeline:
 
     @property
     def reading(self) -> ReadingPolicy:
-        """The reading policy: the one given, else crag's rule (:meth:`_rule`), progressive with ``read_first``."""
-        if self._reading is not None:
-            return self._reading
-        rule = self._rule()
-        return ProgressiveReading(rule, self.read_first, self.min_confidence) if self.read_first else rule
+        """The reading policy: the one given, else crag's rule (:meth:`_rule`)."""
+        return self._reading if self._reading is not None else self._rule()
 
     def _rule(self) -> ActionReading:
         """crag's reading rule (:class:`crag_cli.reading.ActionReading`) with this pipeline's settings."""
@@ -313,8 +315,8 @@ class Pipeline:
             strips=self.strips,
             strips_correct=self.strips_correct,
             knowledge_words=self.knowledge_words,
-            outside_words=self.outside_words,
-            domain_guard=self.domain_guard,
+            read_words=self.read_words,
+            close_support=self.close_support,
             upper=self.thresholds.upper,
             refined=self.refine_knowledge,
             ranking=self.ranking,
@@ -418,7 +420,6 @@ class Pipeline:
         result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
-        reading = None
         ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode == "crag" else (0.0, 0.0)
         for stage, seconds in zip(("evaluate", "refine"), ahead):
             if seconds:
@@ -426,8 +427,7 @@ class Pipeline:
         if mode == "crag":
             self.evaluate(question, result)  # retrieve, evaluate, decide the action
             self.act(result)  # the action's knowledge: refined passages, the web's strips, or both
-            reading = self._keep_first(result)  # what the reader reads of it
-            items = self._knowledge(reading.strips)
+            items = self._knowledge(self._keep_first(result).strips)  # what the reader reads of it
         elif mode in ("rag", "rag+web"):
             items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
@@ -437,6 +437,6 @@ class Pipeline:
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            GenerationStep(self.generator, self.max_tokens, result).run(items, reading, on_token)  # generate
+            GenerationStep(self.generator, self.max_tokens, result).generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

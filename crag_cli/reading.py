@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from .actions import Action
+from .match import fold
 from .refine import Strip, distinct, strongest_first, within_words
 
 
@@ -35,18 +36,10 @@ class Evidence:
 
 @dataclass
 class Reading:
-    """The strips the reader reads, in reading order, and why (a few words for a user and a benchmark).
-
-    With ``first``, the reader reads ``strips[:first]`` first and stands by that
-    answer when it occurs in them and its mean token log-probability is at
-    least ``min_confidence``; otherwise it reads every strip (the same prompt
-    extended: the model's cache of the first part is reused).
-    """
+    """The strips the reader reads, in reading order, and why (a few words for a user and a benchmark)."""
 
     strips: list[Strip]
     why: str
-    first: int | None = None
-    min_confidence: float = 0.0
 
 
 class ReadingPolicy(Protocol):
@@ -57,29 +50,30 @@ class ReadingPolicy(Protocol):
 
 @dataclass(frozen=True)
 class ActionReading:
-    """crag's rule: each action reads its own share, Ambiguous both sources one after the other.
+    """crag's rule: Correct reads its passages, Incorrect the web's strips, Ambiguous the stronger source.
 
     Correct reads the first ``strips_correct`` of its passages and Incorrect the
     first ``strips`` of the web's strips, each within ``knowledge_words`` words
-    (at least one strip). Ambiguous reads both (the paper's "combine both"):
-    first the leading source's first ``strips_correct`` strips within
-    ``knowledge_words``, then the other source's up to ``strips`` in all,
-    within ``knowledge_words`` of their own. The passages lead when one of them
-    has lexical support or scores at least ``upper`` (a question out of the
-    evaluator's domain that it would judge Correct), else the web's strips. A
-    question outside the evaluator's domain (``domain_guard``) whose passages
-    lead reads them as plain RAG does, up to ``outside_words`` words, then the
-    web's share of the domain's rule. A strip repeating an earlier one's text
-    is left out (:func:`crag_cli.refine.distinct`). Passages kept whole keep
-    their retrieval order; refined strips (``refined``) and the web's are
-    ranked by ``ranking`` (:func:`crag_cli.refine.strongest_first`).
+    (at least one strip). Ambiguous (the evaluator unsure; the paper reads
+    both sources) compares what each source holds of the question: the
+    source whose best strip holds the larger share of the question's term
+    weight (:attr:`crag_cli.refine.Strip.support`) leads, and is read within
+    ``read_words`` words; only when the two shares are within
+    ``close_support`` of each other is the other source's best strip read
+    too, last, within the same words. When the retriever cannot weigh a
+    strip, the passages lead if one has lexical support or scores at least
+    ``upper``, else the web's strips, and the other's best strip follows. A
+    strip repeating an earlier one's text is left out
+    (:func:`crag_cli.refine.distinct`). Passages kept whole keep their
+    retrieval order; refined strips (``refined``) and the web's are ranked by
+    ``ranking`` (:func:`crag_cli.refine.strongest_first`).
     """
 
     strips: int = 5
     strips_correct: int = 5
     knowledge_words: int | None = None
-    outside_words: int = 0
-    domain_guard: bool = True
+    read_words: int = 450
+    close_support: float = 0.1
     upper: float = 1.0
     refined: bool = False
     ranking: str = "evaluator"
@@ -96,44 +90,30 @@ class ActionReading:
             only = internal if correct else external
             chosen = within_words(distinct(only)[: self.top(evidence.action)], self.knowledge_words)
             return Reading(chosen, "the kept passages" if correct else "the web's strips")
-        vouched = bool(evidence.scores) and max(evidence.scores) >= self.upper  # Correct but for the domain
-        passages_lead = bool(evidence.supported) or vouched
+        internal, external = distinct(internal), distinct(external)
+        passages_lead, close = self.compare(evidence, internal, external)
         lead, other = (internal, external) if passages_lead else (external, internal)
-        outside = bool(self.outside_words) and self.domain_guard and evidence.in_domain is False
-        if passages_lead and outside:
-            first = within_words(distinct(lead), self.outside_words)
-        else:
-            first = within_words(distinct(lead)[: self.top(Action.CORRECT)], self.knowledge_words)
-        others = self.strips - min(len(first), self.top(Action.CORRECT))  # the other source's share, either way
-        rest = distinct(first + other)[len(first) :]
-        why = ("the passages, then the web's strips" if passages_lead else "the web's strips, then the passages") + (
-            " (out of the evaluator's domain: the passages as plain RAG reads them)"
-            if passages_lead and outside
-            else ""
-        )
-        return Reading(first + within_words(rest[:others], self.knowledge_words), why)
+        names = ("the passages", "the web's strips") if passages_lead else ("the web's strips", "the passages")
+        if not (close and other):
+            return Reading(within_words(lead, self.read_words), f"{names[0]} (they hold more of the question)")
+        best = other[0]
+        first = [
+            s for s in within_words(lead, self.read_words - len(best.text.split())) if fold(s.text) != fold(best.text)
+        ]
+        return Reading(first + [best], f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
 
+    def compare(self, evidence: Evidence, internal: list[Strip], external: list[Strip]) -> tuple[bool, bool]:
+        """Whether the passages lead, and whether the two sources are close enough for both to be read.
 
-@dataclass(frozen=True)
-class ProgressiveReading:
-    """Read a little first, more only when the reader's answer is not clearly in it.
-
-    ``base`` chooses the strips and their order; the first part is its leading
-    strips within ``first_words`` words when they are passages (a question the
-    web leads reads every strip at once). The answer to the first part stands
-    when it occurs in it and its mean token log-probability is at least
-    ``min_confidence`` (:class:`Reading`).
-    """
-
-    base: ReadingPolicy
-    first_words: int = 300
-    min_confidence: float = -0.3
-
-    def read(self, evidence: Evidence) -> Reading:
-        reading = self.base.read(evidence)
-        passages = {id(s) for s in evidence.internal}
-        first = len(within_words(reading.strips, self.first_words))
-        if first >= len(reading.strips) or not all(id(s) in passages for s in reading.strips[:first]):
-            return reading
-        why = f"{reading.why}; the first {first} first, the rest if the answer is not clearly in them"
-        return Reading(reading.strips, why, first, self.min_confidence)
+        By each source's best :attr:`~crag_cli.refine.Strip.support`; when a
+        strip's is unknown, the passages lead if one has lexical support or a
+        score of at least ``upper``, and both are read.
+        """
+        if not external or not internal:
+            return bool(internal), False
+        supports = [s.support for s in internal + external]
+        if any(x is None for x in supports):
+            vouched = bool(evidence.scores) and max(evidence.scores) >= self.upper  # Correct but for the domain
+            return bool(evidence.supported) or vouched, True
+        gap = max(s.support for s in internal) - max(s.support for s in external)
+        return gap >= 0, abs(gap) < self.close_support

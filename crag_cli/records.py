@@ -52,8 +52,6 @@ def to_record(result: Result) -> dict[str, Any]:
         "grounded": result.grounded,
         "restated": result.restated,
         "prompt_tokens": result.prompt_tokens,
-        "reused_tokens": result.reused_tokens,
-        **({"read_more": result.read_more, "confidence": result.confidence} if result.read_more is not None else {}),
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "error": result.error,
     }

@@ -50,7 +50,9 @@ class Strip:
     ``position`` is ``(source index, strip index)``: sorting by it restores the
     original document order. ``rank`` is the strip's place on the retrieval
     side (0 = first): the order of its passage and of the strip in it, or its
-    BM25 rank among the strips of the fetched pages.
+    BM25 rank among the strips of the fetched pages. ``support`` is the share
+    of the question's term weight it holds, weighed by the index
+    (:meth:`crag_cli.index.Retriever.text_support`), set before reading.
     """
 
     text: str
@@ -59,6 +61,7 @@ class Strip:
     position: tuple[int, int]
     score: float
     rank: int = 0
+    support: float | None = None  # share of the question's term weight it holds (the index's weights); None: unknown
 
     def to_dict(self) -> dict:
         return {"text": self.text, "source": self.source, "title": self.title, "score": round(self.score, 4)}

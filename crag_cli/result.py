@@ -48,9 +48,6 @@ class Result:
     not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
     restated: str | None = None  # a first answer that only restated the question, asked again (Task.retry)
     prompt_tokens: int | None = None
-    read_more: bool | None = None  # progressive reading: the first part's answer did not stand, all was read
-    confidence: float | None = None  # progressive reading: the first answer's mean token log-probability
-    reused_tokens: int | None = None  # progressive reading: the second prompt's tokens the first left in the cache
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 

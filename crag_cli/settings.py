@@ -147,11 +147,10 @@ class Settings(BaseModel):
     )
     strips: int = setting(
         5,
-        "Strips the generator gets, of the passages and the web pages in all.",
+        "Web strips the generator gets when the action is Incorrect.",
         "refine",
         answers=True,
-        why="Ambiguous: the leading source's --strips-correct, then the other's; out of the evaluator's domain, "
-        "see --outside-words.",
+        why="The web's strongest strips (--ranking) within --knowledge-words; Ambiguous reads by --read-words.",
         ge=1,
         le=100,
     )
@@ -160,9 +159,7 @@ class Settings(BaseModel):
         "Strips kept when the action is Correct, the evaluator sure.",
         "refine",
         answers=True,
-        why="Fewer distractors (the first kept passages in retrieval order). Ambiguous reads as many of its "
-        "leading source (the passages when one has lexical support, else the web's strips) before the other's "
-        "(out of the evaluator's domain, passages that lead: --outside-words).",
+        why="Fewer distractors (the first kept passages in retrieval order, within --knowledge-words).",
         ge=1,
         le=100,
     )
@@ -184,48 +181,36 @@ class Settings(BaseModel):
     )
     knowledge_words: int = setting(
         300,
-        "Most words of knowledge the generator gets per source in crag mode.",
+        "Most words of knowledge a Correct or Incorrect question reads.",
         "refine",
         answers=True,
-        why="The first strips in reading order until this many (at least one); Ambiguous reads up to this many of "
-        "the passages and of the web's strips each (out of the evaluator's domain, passages that lead: "
-        "--outside-words). 300 is what plain RAG with k = 3 gives of 100-word passages.",
+        why="The first strips in reading order until this many (at least one). 300 is what plain RAG with k = 3 "
+        "gives of 100-word passages.",
         ge=10,
         le=100000,
     )
-    outside_words: int = setting(
-        700,
-        "Passage words read out of the evaluator's domain when passages lead.",
+    read_words: int = setting(
+        450,
+        "Most words an Ambiguous question reads.",
         "refine",
         answers=True,
-        why="Most words of passages an Ambiguous question outside the evaluator's domain reads (--domain-guard, "
-        "with an evaluator that knows its domain, as the embedded one does) when its passages lead (one has "
-        "lexical support or scores at least the upper threshold): the kept passages in retrieval order, as plain "
-        "RAG reads them (with --refine, their best --strips strips), then --strips minus --strips-correct of the "
-        "web's strips within --knowledge-words. Out of its domain the evaluator cannot pick the passages, and the "
-        "answer is often in one past the third. 0: --strips-correct passages within --knowledge-words, as in the "
-        "domain.",
-        ge=0,
+        why="Ambiguous (the evaluator unsure) reads the source whose best strip holds more of the question's "
+        "term weight (the index's IDF; a term the folder never names weighs the most): the kept passages in "
+        "retrieval order, or the web's strips by --ranking, up to this many words; with --close-support, the "
+        "other source's best strip too. 450 is about what plain RAG with k = 5 reads of 100-word passages.",
+        ge=10,
         le=100000,
     )
-    read_first: int = setting(
-        0,
-        "Experimental: passage words read first; the rest only if unsure.",
+    close_support: float = setting(
+        0.1,
+        "Ambiguous reads both sources when their best supports are this close.",
         "refine",
         answers=True,
-        why="Experimental: words of passages read first; the rest only if that answer is not confidently in them "
-        "(--min-confidence).",
+        why="When the best passage and the best web strip hold shares of the question's term weight within this "
+        "of each other, the stronger source's strips are read and then the other's best strip, within "
+        "--read-words; otherwise the stronger source alone. 0: always one source; 1: always both.",
         ge=0,
-        le=100000,
-    )
-    min_confidence: float = setting(
-        -0.3,
-        "With --read-first: least mean token log-prob to keep the first answer.",
-        "refine",
-        answers=True,
-        why="With --read-first: the first answer's least mean token log-probability to stand by it.",
-        ge=-100,
-        le=0,
+        le=1,
     )
     model: str = setting(
         DEFAULT_MODEL,

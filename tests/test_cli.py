@@ -366,7 +366,7 @@ def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(c
     short, full = _help(command, "--help"), _help(command, "--help-all")
     assert len(short.splitlines()) <= 60, short
     assert max(len(line) for line in short.splitlines()) <= 100
-    assert "--help-all" in short and "--outside-words" not in short and "--outside-words" in full
+    assert "--help-all" in short and "--close-support" not in short and "--close-support" in full
     assert "Refinement" not in short and "Refinement" in full  # an expert panel, shown by --help-all only
     for name in field_names():
         row = f"│ {flag(name).split('/')[0]} "  # the option's own row, not a mention in another's help
@@ -396,9 +396,9 @@ def test_an_expert_option_works_without_help_all(tmp_path):
     import typer
 
     group = typer.main.get_command(app)
-    ctx = group.commands["ask"].make_context("ask", ["Who?", "--outside-words", "500", "--no-refine"])
-    assert ctx.params["outside_words"] == "500" and ctx.params["refine"] is False
+    ctx = group.commands["ask"].make_context("ask", ["Who?", "--read-words", "500", "--no-refine"])
+    assert ctx.params["read_words"] == "500" and ctx.params["refine"] is False
     ctx = group.commands["batch"].make_context("batch", ["q.jsonl", "--overwrite", "--ray-address", "h:6379"])
     assert ctx.params["overwrite"] is True and ctx.params["ray_address"] == "h:6379"
-    r = invoke("ask", "Who?", "--outside-words", "500", "--index", tmp_path / "none")
+    r = invoke("ask", "Who?", "--read-words", "500", "--index", tmp_path / "none")
     assert r.exit_code == 1 and "no such option" not in r.stderr

@@ -40,17 +40,17 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
 
 
 def test_ambiguous_lets_the_web_lead_when_no_passage_has_support_and_flags_an_unsupported_answer():
-    """No passage has lexical support: the web's first strip, then the passages, up to `strips` in all."""
+    """A retriever that cannot weigh strips: no passage has lexical support, so the web's strips lead and the
+    passages' best follows them."""
     gen = FakeGenerator("seal hunter and sailor")
     web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist.", "Ole Krarup was a Danish jurist and writer."])
     web.score = 0.4
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web, strips=2, strips_correct=1)
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web)
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.AMBIGUOUS and web.queries
     lines = reference(gen)
-    assert len(lines) == 2
-    assert "Danish jurist." in lines[0]  # no support: the web leads, with `strips_correct` strips
-    assert "seal hunter" in lines[1]  # then the passage, not the web's second strip
+    assert ["Danish jurist." in lines[0], "jurist and writer" in lines[1], "seal hunter" in lines[2]] == [True] * 3
+    assert len(lines) == 3 and "the web's strips, then the best of the passages" in result.reading
     assert result.grounded is False  # "sailor" occurs nowhere in the knowledge
 
 
@@ -67,8 +67,8 @@ def test_a_question_outside_the_evaluators_domain_is_not_judged_correct_and_read
 
     result, lines = run(["capital"])  # not in the domain: Ambiguous, though no passage has lexical support
     assert result.action is Action.AMBIGUOUS and result.in_domain is False and to_record(result)["in_domain"] is False
-    # the passages lead (those over the filter threshold, in retrieval order, as for any Ambiguous question)
-    assert ["seal hunter" in lines[0], "Danish politician" in lines[1], "Danish jurist" in lines[2]] == [True] * 3
+    # the passages lead (one scores over upper; those over the filter threshold, in retrieval order), then the web
+    assert ["seal hunter" in lines[0], "Danish politician" in lines[1], "Danish jurist" in lines[3]] == [True] * 3
     assert run(["occupation"])[0].action is Action.CORRECT  # in the domain: Correct as before
     assert run(["capital"], domain_guard=False)[0].action is Action.CORRECT  # the paper's rule
     result, _ = run(None)  # an evaluator that cannot tell: Correct, and the record says it cannot tell
@@ -150,76 +150,40 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     assert result.answer == "pass" and result.restated is None and len(gen.messages) == 1
 
 
-def _ambiguous_with_support(**kwargs):
-    passages = [f"Ole Krarup fact {i}." for i in range(4)]  # one strip each, scored 0.1 .. 0.4: unsure, Ambiguous
-    scores = {f"fact {i}": 0.1 + 0.1 * i for i in range(4)}
-    web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(4)], score=0.25)
+def _ambiguous(web_texts, passages=None, **kwargs):
+    """An Ambiguous question (every strip scored between the thresholds) over a retriever that weighs strips by
+    the share of the question's words they hold."""
+    passages = passages or [f"Ole Krarup fact {i} in five more words." for i in range(6)]  # 2 of 6 words
+    scores = {f"fact {i}": 0.1 + 0.05 * i for i in range(6)}
+    web = FakeWeb(web_texts, score=0.25)
     gen = FakeGenerator("jurist")
-    retriever = FakeRetriever(passages, support=0.8)  # the passages hold the question's words: they lead
-    pipe = Pipeline(retriever, FakeEvaluator(scores), TH, gen, web=web, lexical_support=0.5, **kwargs)
-    result = pipe.run("What is Ole Krarup's occupation?")
+    pipe = Pipeline(FakeRetriever(passages, support=0.8), FakeEvaluator(scores), TH, gen, web=web, **kwargs)
+    result = pipe.run("Where did Ole Krarup study law?")
     assert result.action is Action.AMBIGUOUS
     return result, reference(gen)
 
 
-def test_ambiguous_reads_the_passages_as_correct_would_then_the_web_up_to_strips_in_all():
-    result, lines = _ambiguous_with_support(strips=4, strips_correct=2)
-    assert len(lines) == 4  # `strips` in all, not `strips` local and `strips` web
-    assert ["fact 0" in lines[0], "fact 1" in lines[1]] == [True, True]  # `strips_correct` passages, in order
-    assert "web item 0" in lines[2] and "web item 1" in lines[3]
-    record = to_record(result)  # the record shows what the generator read, no more
-    assert [s["text"] for s in record["internal_knowledge"]] == ["Ole Krarup fact 0.", "Ole Krarup fact 1."]
-    assert [s["text"] for s in record["external_knowledge"]["strips"]] == [
-        "Ole Krarup was web item 0.",
-        "Ole Krarup was web item 1.",
-    ]
+def test_ambiguous_reads_the_source_that_holds_more_of_the_question_alone():
+    # the web's strips hold 5 of the question's 6 words, the passages 2: the web alone, within read_words
+    result, lines = _ambiguous([f"Ole Krarup did study law in town {i}." for i in range(3)])
+    assert ["town" in line for line in lines] == [True] * 3 and result.internal_knowledge == []
+    assert result.reading == "the web's strips (they hold more of the question)"
+    # the passages hold more than the web's strips (2 of 6 against 1): the passages alone, in retrieval order
+    result, lines = _ambiguous([f"A page on Krarup, item {i}." for i in range(3)], passages=None, close_support=0.1)
+    assert [f"fact {i}" in line for i, line in enumerate(lines)] == [True] * 6
+    assert to_record(result)["external_knowledge"]["strips"] == []  # the record shows what the reader read
 
 
-def test_ambiguous_bounds_each_source_by_knowledge_words_so_neither_crowds_out_the_other():
-    # passages are 4 words, web strips 6: 8 words take two passages, and the web still gets one strip of its own
-    _, lines = _ambiguous_with_support(strips=5, strips_correct=3, knowledge_words=8)
-    assert len(lines) == 3
-    assert "fact 0" in lines[0] and "fact 1" in lines[1] and "web item 0" in lines[2]
-
-
-def _ambiguous_outside(question: str, support=0.8, scores=None, domain=("occupation",), **kwargs):
-    passages = [f"Ole Krarup fact {i} in five more words." for i in range(6)]  # 8 words each
-    scores = {f"fact {i}": 0.1 + 0.05 * i for i in range(6)} if scores is None else scores  # unsure: Ambiguous
-    web = FakeWeb([f"Ole Krarup was web item {i}." for i in range(5)], score=0.25)
-    gen = FakeGenerator("jurist")
-    evaluator = FakeEvaluator(scores, domain=domain)  # by default it knows the questions that ask for an occupation
-    pipe = Pipeline(
-        FakeRetriever(passages, support=support), evaluator, TH, gen, web=web, lexical_support=0.5, **kwargs
-    )
-    result = pipe.run(question)
-    assert result.action is Action.AMBIGUOUS
-    return result, reference(gen)
-
-
-def test_outside_the_evaluators_domain_ambiguous_reads_its_passages_as_plain_rag_within_outside_words():
-    settings = dict(top_k=6, strips=5, strips_correct=3, knowledge_words=100, outside_words=40)
-    outside = "Where did Ole Krarup study?"  # not in the evaluator's domain
-    result, lines = _ambiguous_outside(outside, **settings)
-    assert result.in_domain is False
-    # 40 words: five 8-word passages in retrieval order, then strips - strips_correct = 2 of the web's strips
-    assert [f"fact {i}" in line for i, line in enumerate(lines[:5])] == [True] * 5
-    assert "web item 0" in lines[5] and "web item 1" in lines[6] and len(lines) == 7
-    assert [s["source"] for s in to_record(result)["internal_knowledge"]] == [f"p{i}" for i in range(5)]
-
-    def domain_rule(lines):  # strips_correct passages, then the web's strips up to strips in all
-        return len(lines) == 5 and "fact 2" in lines[2] and "web item 1" in lines[4]
-
-    result, lines = _ambiguous_outside("What is Ole Krarup's occupation?", **settings)  # in the domain
-    assert result.in_domain is True and domain_rule(lines)
-    result, lines = _ambiguous_outside(outside, domain=None, **settings)  # an evaluator that cannot tell
-    assert result.in_domain is None and domain_rule(lines)
-    result, lines = _ambiguous_outside(outside, support=0.2, **settings)  # no lexical support: the web leads
-    assert "web item 0" in lines[0] and "web item 2" in lines[2] and "fact 1" in lines[4] and len(lines) == 5
-    for off in (dict(outside_words=0), dict(domain_guard=False)):  # off, and --any-domain
-        assert domain_rule(_ambiguous_outside(outside, **{**settings, **off})[1])
-    # one passage kept (the rest score below the filter threshold): the web gets the share it gets in the domain
-    _, lines = _ambiguous_outside(outside, scores={"fact 0": 0.1}, **settings)
-    assert "fact 0" in lines[0] and ["web item" in line for line in lines[1:]] == [True] * 4
+def test_ambiguous_reads_both_sources_when_they_hold_the_question_alike_within_read_words():
+    web = [f"Ole Krarup was web item {i}." for i in range(4)]  # 2 of 6 words, as the passages: both are read
+    result, lines = _ambiguous(web, read_words=30)  # 8-word passages: 3 of them and the web's best (5 words)
+    assert [f"fact {i}" in line for i, line in enumerate(lines[:3])] == [True] * 3
+    assert "web item 0" in lines[3] and len(lines) == 4
+    assert [s["source"] for s in to_record(result)["internal_knowledge"]] == ["p0", "p1", "p2"]
+    _, lines = _ambiguous(web, read_words=30, close_support=0.0)  # 0: one source, always
+    assert len(lines) == 3 and not any("web item" in line for line in lines)
+    _, lines = _ambiguous(web, read_words=1)  # at least one strip of the leading source, then the other's best
+    assert len(lines) == 2 and "fact 0" in lines[0] and "web item 0" in lines[1]
 
 
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
@@ -302,12 +266,12 @@ def test_whole_passages_keep_retrieval_order_and_strips_follow_the_ranking():
         assert len(lines) == 1 and expected in lines[0], (refine, ranking, lines)
 
 
-def test_knowledge_words_bounds_what_the_generator_reads_but_keeps_one_strip():
+def test_read_words_bounds_what_an_ambiguous_question_reads_but_keeps_one_strip():
     long_passages = [f"Passage {i} " + " ".join(f"word{j}" for j in range(80)) + "." for i in range(5)]
-    for budget, expected in ((None, 5), (200, 2), (10, 1)):
+    for budget, expected in ((450, 5), (200, 2), (10, 1)):
         gen = FakeGenerator("x")
         pipe = Pipeline(
-            FakeRetriever(long_passages), FakeEvaluator({}, default=0.2), TH, gen, strips=5, knowledge_words=budget
+            FakeRetriever(long_passages), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_words=budget
         )
         result = pipe.run("Which passage?")
         assert result.action is Action.AMBIGUOUS
@@ -376,7 +340,8 @@ def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_w
         assert result.action is action, (question, support)
         lines = reference(gen)
         if action is Action.AMBIGUOUS:
-            assert "31 kb long" in lines[0] and web.texts[0] in lines[-1]  # the supported passage first, web last
+            # the passages hold more of the question than the web's strip does: they alone are read
+            assert "31 kb long" in lines[0] and not any(web.texts[0] in line for line in lines)
         else:
             assert len(lines) == 1 and web.texts[0] in lines[0]
 
@@ -443,33 +408,3 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
     # without a policy, crag's own rule with the pipeline's settings
     default = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     assert default.reading == ActionReading(strips=5, strips_correct=2, upper=TH.upper)
-
-
-def test_progressive_reading_stands_by_a_confident_answer_found_in_the_first_passages_and_else_reads_on():
-    from crag_cli.reading import ActionReading, ProgressiveReading
-
-    scores = {"politician": 0.6, "European Parliament": 0.9, "seal": 0.7}
-    base = ActionReading(strips=3, strips_correct=3, upper=TH.upper)
-    question = "What is Ole Krarup's occupation?"
-    # each passage is about 18 words: the first part holds one passage (20 words)
-    policy = ProgressiveReading(base, first_words=20, min_confidence=-0.5)
-    sure = FakeGenerator("Swedish seal hunter", logprob=-0.1)
-    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, sure, reading=policy).run(question)
-    assert len(sure.messages) == 1 and len(reference(sure)) == 1  # read the first passage only
-    assert result.answer == "Swedish seal hunter" and result.read_more is False and result.grounded is True
-    assert to_record(result)["read_more"] is False and len(result.knowledge_used) == 1
-
-    unsure = FakeGenerator(["Swedish seal hunter", "politician"], logprob=-0.9)
-    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, unsure, reading=policy).run(question)
-    assert len(unsure.messages) == 2 and len(reference(unsure)) == 3  # not confident: read on, all three
-    assert result.answer == "politician" and result.read_more is True and result.confidence == -0.9
-    assert result.prompt_tokens == sum(unsure.count_tokens(m) for m in unsure.messages)
-    first, second = (m[1]["content"] for m in unsure.messages)
-    assert second.startswith(first[: first.index("REFERENCE>>>")])  # the same prompt, extended
-
-    elsewhere = FakeGenerator(["sailor", "politician"], logprob=-0.1)  # sure, but not in what it read
-    result = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, elsewhere, reading=policy).run(question)
-    assert result.read_more is True and result.answer == "politician"
-    # the settings --read-first and --min-confidence make the same policy
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, sure, strips=3, strips_correct=3, read_first=20)
-    assert pipe.reading == ProgressiveReading(base, 20, -0.3)

@@ -133,9 +133,14 @@ class Hit:
 
 
 class Retriever(Protocol):
-    """Anything that returns the top-k passages for a question."""
+    """Anything that returns the top-k passages for a question, and weighs how much of it other text holds."""
 
     def search(self, query: str, k: int) -> list[Hit]: ...
+
+    def text_support(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """The share of ``query``'s term weight each text holds, as :attr:`Hit.support` weighs it (``None``: it
+        cannot say)."""
+        ...
 
 
 class NoIndex:
@@ -145,6 +150,9 @@ class NoIndex:
 
     def search(self, query: str, k: int) -> list[Hit]:
         return []
+
+    def text_support(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        return None
 
 
 def is_crag_index(path: Path) -> bool:

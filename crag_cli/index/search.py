@@ -138,15 +138,38 @@ class BM25Index:
         df = np.zeros(len(terms), dtype=np.int64)
         wanted = np.asarray(passages, dtype=np.int64)
         for j, term in enumerate(terms):
-            t = self.term_id.get(term)
-            if t is None:
-                continue
-            column = self.terms.indices[int(self.terms.indptr[t]) : int(self.terms.indptr[t + 1])]  # ascending
+            column = self._column(term)
             df[j] = len(column)
             if len(column):
                 at = np.minimum(np.searchsorted(column, wanted), len(column) - 1)
                 held[:, j] = column[at] == wanted
         return term_support(held, df, len(self.passages))
+
+    def _column(self, term: str):
+        """The passages (indices, ascending) that hold ``term``; empty when none does."""
+        t = self.term_id.get(term)
+        if t is None:
+            return self.terms.indices[:0]
+        return self.terms.indices[int(self.terms.indptr[t]) : int(self.terms.indptr[t + 1])]
+
+    def text_support(self, query: str, texts: Sequence[str]) -> list[float]:
+        """How much of ``query``'s term weight each of ``texts`` holds, weighed as in this index (:meth:`support`).
+
+        For text that is not an indexed passage (a web page's strip): the same
+        weights make a strip's support comparable with a passage's, and a term
+        the folder never names weighs the most.
+        """
+        import numpy as np
+
+        from ..bm25 import term_support
+
+        terms = list(dict.fromkeys(self.tokenizer.tokenize([query])[0]))
+        df = np.array([len(self._column(t)) for t in terms], dtype=np.int64)
+        held = np.zeros((len(texts), len(terms)), dtype=bool)
+        for i, tokens in enumerate(self.tokenizer.tokenize(list(texts)) if texts else []):
+            present = set(tokens)
+            held[i] = [t in present for t in terms]
+        return [float(x) for x in term_support(held, df, len(self.passages))]
 
     def scores(self, query: str):
         """BM25 score of every passage for ``query`` (a NumPy float32 array in index order)."""
