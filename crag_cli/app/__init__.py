@@ -11,7 +11,7 @@ calls the same functions, so the library has what the command line has
 
 from .batch import BatchJob, BatchReport, BatchRun
 from .calibrate import CalibrateRun
-from .common import check_input_file, gold_questions
+from .common import check_input_file, check_question, gold_questions
 from .train import TrainJob, TrainRun
 
 __all__ = [
@@ -22,5 +22,6 @@ __all__ = [
     "TrainJob",
     "TrainRun",
     "check_input_file",
+    "check_question",
     "gold_questions",
 ]
