@@ -12,6 +12,7 @@ calls the same functions, so the library has what the command line has
 from .batch import BatchJob, BatchReport, BatchRun
 from .calibrate import CalibrateRun
 from .common import check_input_file, check_question, gold_questions
+from .evaluate import EvaluateJob, EvaluateRun, evaluation_record
 from .train import TrainJob, TrainRun
 
 __all__ = [
@@ -19,9 +20,12 @@ __all__ = [
     "BatchReport",
     "BatchRun",
     "CalibrateRun",
+    "EvaluateJob",
+    "EvaluateRun",
     "TrainJob",
     "TrainRun",
     "check_input_file",
     "check_question",
+    "evaluation_record",
     "gold_questions",
 ]

@@ -25,7 +25,6 @@ from .base import (
     CragCommand,
     JsonOut,
     _check_question,
-    _input_file,
     _pipeline,
     app,
     err,
@@ -127,14 +126,6 @@ def _index_report(report, index: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- evaluate
-def _evaluation_record(result) -> dict:
-    from ..records import to_record
-
-    rec = to_record(result)
-    keys = ("id", "question", "evaluator", "action", "in_domain", "thresholds", "scores", "timings", "error")
-    return {k: rec[k] for k in keys}
-
-
 @app.command(cls=CragCommand)
 @setting_options(*EVAL_SETTINGS)
 def evaluate(
@@ -150,48 +141,27 @@ def evaluate(
 
     With --input, one JSON line per input line; exit status 1 when any line is an error record.
     """
-    if (question is None) == (input is None):
-        fail("give a QUESTION or --input FILE.jsonl (one of them)")
-    if question is not None:
-        _check_question(question)
-    if input is not None:
-        _input_file(input)
-    pipe = _pipeline(settings, with_generator=False)
+    from ..app import EvaluateJob, EvaluateRun, evaluation_record
+
     try:
+        run = EvaluateRun(settings, EvaluateJob(question=question, input=input))
         if input is not None:
-            if _evaluate_file(pipe, input):
+            if run.records(on_record=_write_line):
                 raise typer.Exit(1)
             return
-        result = pipe.evaluate(question.strip())
+        result = run.result()
     except CragError as exc:
         fail(str(exc))
     if json_out:
-        typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
+        typer.echo(json.dumps(evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
     else:
-        _print_evaluation(result, pipe.evaluator.name)
+        _print_evaluation(result, run.pipeline.evaluator.name)
 
 
-def _evaluate_file(pipe, input: Path) -> int:
-    """One JSON line on stdout per line of ``input``; returns how many are error records."""
-    from ..records import error_record, read_questions
-
-    errors = 0
-    for q in read_questions(input):
-        if q.error:
-            rec = error_record(q.id, q.question, q.error, q.line)
-        else:
-            try:
-                result = pipe.evaluate(q.question)
-                result.id = q.id
-                rec = _evaluation_record(result)
-            except CragError:
-                raise
-            except Exception as exc:  # one bad question never stops the file
-                rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
-        errors += bool(rec.get("error"))
-        sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-        sys.stdout.flush()
-    return errors
+def _write_line(rec: dict) -> None:
+    """One JSON line on stdout, flushed (a reader of the pipe sees each record as it is made)."""
+    sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+    sys.stdout.flush()
 
 
 def _print_evaluation(result, evaluator: str) -> None:
