@@ -9,6 +9,7 @@ calls the same functions, so the library has what the command line has
 (resume, workers, Ray).
 """
 
+from .ask import AskJob, AskRun, answer_notes, knowledge_notes
 from .batch import BatchJob, BatchReport, BatchRun
 from .calibrate import CalibrateRun
 from .common import check_input_file, check_question, gold_questions
@@ -16,6 +17,8 @@ from .evaluate import EvaluateJob, EvaluateRun, evaluation_record
 from .train import TrainJob, TrainRun
 
 __all__ = [
+    "AskJob",
+    "AskRun",
     "BatchJob",
     "BatchReport",
     "BatchRun",
@@ -24,8 +27,10 @@ __all__ = [
     "EvaluateRun",
     "TrainJob",
     "TrainRun",
+    "answer_notes",
     "check_input_file",
     "check_question",
     "evaluation_record",
     "gold_questions",
+    "knowledge_notes",
 ]

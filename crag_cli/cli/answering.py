@@ -16,7 +16,6 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import CragError
-from ..prompts import AUTO
 from ..settings import Settings
 
 from .base import (
@@ -24,8 +23,6 @@ from .base import (
     EVAL_SETTINGS,
     CragCommand,
     JsonOut,
-    _check_question,
-    _pipeline,
     app,
     err,
     fail,
@@ -191,27 +188,15 @@ def _print_evaluation(result, evaluator: str) -> None:
 # ----------------------------------------------------------------------------- ask
 def _show_knowledge(result) -> None:
     """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
+    from ..app import knowledge_notes
+
     action = result.action.value.upper() if result.action else result.mode
     lines = [f"[{i}] {item.verdict}{item.text}" for i, item in enumerate(result.knowledge_used, 1)]
     sources = [
         f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
         for i, item in enumerate(result.knowledge_used, 1)
     ]
-    ext = result.external_knowledge
-    notes = []
-    if result.in_domain is False:
-        notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
-    if result.task == AUTO and result.prompt_task != "popqa":
-        notes.append(f"answered as --task {result.prompt_task} (--task auto: out of the evaluator's domain)")
-    if ext is not None:
-        if ext.query:
-            notes.append(f"web query: {ext.query}")
-        if ext.error:
-            notes.append(f"web: {ext.error}")
-    if result.not_found is not None:
-        notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
-    elif not result.knowledge_used:
-        notes.append("no knowledge: answering from the model's own memory, not from documents")
+    notes = knowledge_notes(result)
     if err.is_terminal:
         err.print(Panel("\n".join(lines) or "(none)", title=f"action: {action}", border_style="cyan"), markup=False)
         err.print(Panel("\n".join(sources + notes) or "(none)", title="sources", border_style="dim"), markup=False)
@@ -234,40 +219,24 @@ def ask(
     json_out: JsonOut = False,
 ) -> None:
     """Answer one question with the whole pipeline; the answer streams to stdout."""
+    from ..app import AskJob, AskRun
     from ..records import to_record
-
-    _check_question(question)
-    pipe = _pipeline(settings, with_generator=True)
-    try:
-        pipe.generator.load()
-    except CragError as exc:
-        fail(str(exc))
 
     def on_token(piece: str) -> None:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
+    def note(line: str) -> None:
+        if not json_out:
+            err.print(line, markup=False)
+
     try:
-        result = pipe.run(
-            question.strip(),
-            on_token=None if json_out else on_token,
-            on_knowledge=None if json_out else _show_knowledge,
-        )
+        run = AskRun(settings, AskJob(question=question), note=note)
+        result = run.run(on_token=None if json_out else on_token, on_knowledge=None if json_out else _show_knowledge)
     except CragError as exc:
         fail(str(exc))
     if json_out:
         typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1, allow_nan=False))
-    else:
-        sys.stdout.write((result.not_found or "") + "\n")
-        sys.stdout.flush()
-        if result.restated is not None:
-            err.print(
-                f"note: the first answer ({result.restated!r}) only restated the question: "
-                "asked again for the reference's sentence",
-                markup=False,
-            )
-        if result.grounded is False:
-            err.print("note: the answer occurs nowhere in the knowledge it was given (grounded: false)", markup=False)
     if result.error:
         fail(result.error)
 

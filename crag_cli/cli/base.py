@@ -261,15 +261,6 @@ def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
         fail(str(exc))
 
 
-def _check_question(question: str) -> None:
-    from ..app import check_question
-
-    try:
-        check_question(question)
-    except CragError as exc:
-        fail(str(exc))
-
-
 def _input_file(path: Path) -> None:
     from ..app import check_input_file
 
