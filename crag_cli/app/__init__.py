@@ -9,18 +9,28 @@ calls the same functions, so the library has what the command line has
 (resume, workers, Ray).
 """
 
+from .ask import AskJob, AskRun, answer_notes, knowledge_notes
 from .batch import BatchJob, BatchReport, BatchRun
 from .calibrate import CalibrateRun
-from .common import check_input_file, gold_questions
+from .common import check_input_file, check_question, gold_questions
+from .evaluate import EvaluateJob, EvaluateRun, evaluation_record
 from .train import TrainJob, TrainRun
 
 __all__ = [
+    "AskJob",
+    "AskRun",
     "BatchJob",
     "BatchReport",
     "BatchRun",
     "CalibrateRun",
+    "EvaluateJob",
+    "EvaluateRun",
     "TrainJob",
     "TrainRun",
+    "answer_notes",
     "check_input_file",
+    "check_question",
+    "evaluation_record",
     "gold_questions",
+    "knowledge_notes",
 ]

@@ -24,6 +24,17 @@ def check_input_file(path: Path) -> None:
         raise CragError(f"no such file: {path}")
 
 
+def check_question(question: str) -> None:
+    """Refuse a question that is empty or not valid UTF-8 (undecodable bytes reach Python as lone surrogates,
+    which no tokenizer or output can take)."""
+    from ..jsonl import has_surrogate
+
+    if not question.strip():
+        raise CragError("the question is empty")
+    if has_surrogate(question):
+        raise CragError("the question is not valid UTF-8 text (check the terminal's or the script's encoding)")
+
+
 def gold_questions(path: Path, limit: int | None, note: Note = _quiet) -> list[tuple[str, list[str]]]:
     """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are noted as skipped."""
     from ..records import read_questions

@@ -16,7 +16,6 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import CragError
-from ..prompts import AUTO
 from ..settings import Settings
 
 from .base import (
@@ -24,9 +23,6 @@ from .base import (
     EVAL_SETTINGS,
     CragCommand,
     JsonOut,
-    _check_question,
-    _input_file,
-    _pipeline,
     app,
     err,
     fail,
@@ -127,14 +123,6 @@ def _index_report(report, index: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- evaluate
-def _evaluation_record(result) -> dict:
-    from ..records import to_record
-
-    rec = to_record(result)
-    keys = ("id", "question", "evaluator", "action", "in_domain", "thresholds", "scores", "timings", "error")
-    return {k: rec[k] for k in keys}
-
-
 @app.command(cls=CragCommand)
 @setting_options(*EVAL_SETTINGS)
 def evaluate(
@@ -150,48 +138,27 @@ def evaluate(
 
     With --input, one JSON line per input line; exit status 1 when any line is an error record.
     """
-    if (question is None) == (input is None):
-        fail("give a QUESTION or --input FILE.jsonl (one of them)")
-    if question is not None:
-        _check_question(question)
-    if input is not None:
-        _input_file(input)
-    pipe = _pipeline(settings, with_generator=False)
+    from ..app import EvaluateJob, EvaluateRun, evaluation_record
+
     try:
+        run = EvaluateRun(settings, EvaluateJob(question=question, input=input))
         if input is not None:
-            if _evaluate_file(pipe, input):
+            if run.records(on_record=_write_line):
                 raise typer.Exit(1)
             return
-        result = pipe.evaluate(question.strip())
+        result = run.result()
     except CragError as exc:
         fail(str(exc))
     if json_out:
-        typer.echo(json.dumps(_evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
+        typer.echo(json.dumps(evaluation_record(result), ensure_ascii=False, indent=1, allow_nan=False))
     else:
-        _print_evaluation(result, pipe.evaluator.name)
+        _print_evaluation(result, run.pipeline.evaluator.name)
 
 
-def _evaluate_file(pipe, input: Path) -> int:
-    """One JSON line on stdout per line of ``input``; returns how many are error records."""
-    from ..records import error_record, read_questions
-
-    errors = 0
-    for q in read_questions(input):
-        if q.error:
-            rec = error_record(q.id, q.question, q.error, q.line)
-        else:
-            try:
-                result = pipe.evaluate(q.question)
-                result.id = q.id
-                rec = _evaluation_record(result)
-            except CragError:
-                raise
-            except Exception as exc:  # one bad question never stops the file
-                rec = error_record(q.id, q.question, f"{type(exc).__name__}: {exc}", q.line)
-        errors += bool(rec.get("error"))
-        sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-        sys.stdout.flush()
-    return errors
+def _write_line(rec: dict) -> None:
+    """One JSON line on stdout, flushed (a reader of the pipe sees each record as it is made)."""
+    sys.stdout.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+    sys.stdout.flush()
 
 
 def _print_evaluation(result, evaluator: str) -> None:
@@ -221,27 +188,15 @@ def _print_evaluation(result, evaluator: str) -> None:
 # ----------------------------------------------------------------------------- ask
 def _show_knowledge(result) -> None:
     """Action, knowledge and sources on stderr: rich panels in a terminal, plain lines otherwise."""
+    from ..app import knowledge_notes
+
     action = result.action.value.upper() if result.action else result.mode
     lines = [f"[{i}] {item.verdict}{item.text}" for i, item in enumerate(result.knowledge_used, 1)]
     sources = [
         f"[{i}] {item.source}" + (f" ({item.title})" if item.title else "")
         for i, item in enumerate(result.knowledge_used, 1)
     ]
-    ext = result.external_knowledge
-    notes = []
-    if result.in_domain is False:
-        notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
-    if result.task == AUTO and result.prompt_task != "popqa":
-        notes.append(f"answered as --task {result.prompt_task} (--task auto: out of the evaluator's domain)")
-    if ext is not None:
-        if ext.query:
-            notes.append(f"web query: {ext.query}")
-        if ext.error:
-            notes.append(f"web: {ext.error}")
-    if result.not_found is not None:
-        notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
-    elif not result.knowledge_used:
-        notes.append("no knowledge: answering from the model's own memory, not from documents")
+    notes = knowledge_notes(result)
     if err.is_terminal:
         err.print(Panel("\n".join(lines) or "(none)", title=f"action: {action}", border_style="cyan"), markup=False)
         err.print(Panel("\n".join(sources + notes) or "(none)", title="sources", border_style="dim"), markup=False)
@@ -264,40 +219,24 @@ def ask(
     json_out: JsonOut = False,
 ) -> None:
     """Answer one question with the whole pipeline; the answer streams to stdout."""
+    from ..app import AskJob, AskRun
     from ..records import to_record
-
-    _check_question(question)
-    pipe = _pipeline(settings, with_generator=True)
-    try:
-        pipe.generator.load()
-    except CragError as exc:
-        fail(str(exc))
 
     def on_token(piece: str) -> None:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
+    def note(line: str) -> None:
+        if not json_out:
+            err.print(line, markup=False)
+
     try:
-        result = pipe.run(
-            question.strip(),
-            on_token=None if json_out else on_token,
-            on_knowledge=None if json_out else _show_knowledge,
-        )
+        run = AskRun(settings, AskJob(question=question), note=note)
+        result = run.run(on_token=None if json_out else on_token, on_knowledge=None if json_out else _show_knowledge)
     except CragError as exc:
         fail(str(exc))
     if json_out:
         typer.echo(json.dumps(to_record(result), ensure_ascii=False, indent=1, allow_nan=False))
-    else:
-        sys.stdout.write((result.not_found or "") + "\n")
-        sys.stdout.flush()
-        if result.restated is not None:
-            err.print(
-                f"note: the first answer ({result.restated!r}) only restated the question: "
-                "asked again for the reference's sentence",
-                markup=False,
-            )
-        if result.grounded is False:
-            err.print("note: the answer occurs nowhere in the knowledge it was given (grounded: false)", markup=False)
     if result.error:
         fail(result.error)
 

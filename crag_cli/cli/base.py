@@ -261,17 +261,6 @@ def _in_sample(questions: list[str], evaluator: str) -> dict[str, int] | None:
         fail(str(exc))
 
 
-def _check_question(question: str) -> None:
-    """A question given on the command line is not empty and is valid UTF-8 (undecodable bytes reach
-    Python as lone surrogates, which no tokenizer or output can take)."""
-    from ..jsonl import has_surrogate
-
-    if not question.strip():
-        fail("the question is empty")
-    if has_surrogate(question):
-        fail("the question is not valid UTF-8 text (check the terminal's or the script's encoding)")
-
-
 def _input_file(path: Path) -> None:
     from ..app import check_input_file
 

@@ -1,0 +1,111 @@
+"""``crag ask``: one question answered with the whole pipeline, the answer streamed, notes on what it read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..settings import Settings
+from .common import Note, _quiet, check_question
+
+
+@dataclass(frozen=True, kw_only=True)
+class AskJob:
+    """What ``crag ask`` is asked to do, beside the settings: one question."""
+
+    question: str
+
+
+def knowledge_notes(result) -> list[str]:
+    """What ``crag ask`` says under the sources: the evaluator's domain, the prompt, the web, no knowledge.
+
+    Parameters
+    ----------
+    result : pipeline.Result
+        A result whose knowledge is chosen (the answer need not be generated yet).
+
+    Returns
+    -------
+    list of str
+        One line a note, in the order shown; empty when there is nothing to say.
+    """
+    from ..prompts import AUTO
+
+    notes = []
+    if result.in_domain is False:
+        notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
+    if result.task == AUTO and result.prompt_task != "popqa":
+        notes.append(f"answered as --task {result.prompt_task} (--task auto: out of the evaluator's domain)")
+    ext = result.external_knowledge
+    if ext is not None:
+        if ext.query:
+            notes.append(f"web query: {ext.query}")
+        if ext.error:
+            notes.append(f"web: {ext.error}")
+    if result.not_found is not None:
+        notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
+    elif not result.knowledge_used:
+        notes.append("no knowledge: answering from the model's own memory, not from documents")
+    return notes
+
+
+def answer_notes(result) -> list[str]:
+    """What ``crag ask`` says after the answer: a first answer asked again, an answer found in no knowledge.
+
+    Parameters
+    ----------
+    result : pipeline.Result
+        A finished result.
+
+    Returns
+    -------
+    list of str
+        One line a note; empty when there is nothing to say.
+    """
+    notes = []
+    if result.restated is not None:
+        notes.append(
+            f"note: the first answer ({result.restated!r}) only restated the question: "
+            "asked again for the reference's sentence"
+        )
+    if result.grounded is False:
+        notes.append("note: the answer occurs nowhere in the knowledge it was given (grounded: false)")
+    return notes
+
+
+class AskRun:
+    """One ``crag ask`` run: made (the question checked, the index opened, the model file found), then :meth:`run`.
+
+    Parameters
+    ----------
+    settings : Settings
+    job : AskJob
+    note : callable, optional
+        Receives each note on the finished answer (:func:`answer_notes`).
+    """
+
+    def __init__(self, settings: Settings, job: AskJob, note: Note = _quiet) -> None:
+        from .. import build
+
+        check_question(job.question)
+        self.job, self.note = job, note
+        self.pipeline = build.pipeline(settings, with_generator=True)
+
+    def run(
+        self,
+        on_token: Optional[Callable[[str], None]] = None,
+        on_knowledge: Optional[Callable[[object], None]] = None,
+    ):
+        """Load the generator and answer; returns the ``pipeline.Result`` (its ``error`` set when it failed).
+
+        ``on_knowledge(result)`` is called once the knowledge is chosen, before the answer.
+        ``on_token`` receives the answer as it streams, then its end: the ``not_found`` text
+        when nothing was read, and a newline. The notes go to ``note`` after that.
+        """
+        self.pipeline.generator.load()
+        result = self.pipeline.run(self.job.question.strip(), on_token=on_token, on_knowledge=on_knowledge)
+        if on_token is not None:
+            on_token((result.not_found or "") + "\n")
+        for line in answer_notes(result):
+            self.note(line)
+        return result
