@@ -180,7 +180,7 @@ class Pipeline:
         if len(qs) < 2:
             return
         t0 = time.perf_counter()
-        hits = [self.retriever.search(q, self.top_k) for q in qs]
+        hits = [self._retrieve(q) for q in qs]
         known = self._knows(qs)
         self._known_ahead.update(zip(qs, known))
         pairs = list(dict.fromkeys((q, h.passage.text) for q, hs in zip(qs, hits) for h in hs))
@@ -229,7 +229,7 @@ class Pipeline:
         result = result or Result(question=question, task=self.task)
         result.evaluator = getattr(self.evaluator, "name", None)
         with Timer(result.timings, "retrieve"):
-            result.hits = self.retriever.search(question, self.top_k)
+            result.hits = self._retrieve(question)
         with Timer(result.timings, "evaluate"):
             result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
             known = self._known_ahead
@@ -258,6 +258,10 @@ class Pipeline:
         """``strips`` with their :attr:`~crag_cli.refine.Strip.support` as the retriever weighs it (or as they are)."""
         support = self.retriever.text_support(question, [s.text for s in strips]) if strips else None
         return [replace(s, support=x) for s, x in zip(strips, support)] if support is not None else strips
+
+    def _retrieve(self, question: str) -> list[Hit]:
+        """The ``top_k`` passages for ``question``: every mode's retrieval (a step before the evaluator goes here)."""
+        return self.retriever.search(question, self.top_k)
 
     def _knows(self, questions: Sequence[str]) -> list[bool | None]:
         """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
@@ -363,7 +367,7 @@ class Pipeline:
         """
         question = result.question
         with Timer(result.timings, "retrieve"):
-            result.hits = self.retriever.search(question, self.top_k)
+            result.hits = self._retrieve(question)
         items = [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
         if result.mode == "rag+web":
             result.external_knowledge = self._external(result)
