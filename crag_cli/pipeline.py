@@ -227,7 +227,7 @@ class Pipeline:
     def evaluate(self, question: str, result: Result | None = None) -> Result:
         """Retrieve, score and decide: everything before the action's branch."""
         result = result or Result(question=question, task=self.task)
-        result.evaluator = getattr(self.evaluator, "name", None)
+        result.evaluator = self.evaluator.name
         with Timer(result.timings, "retrieve"):
             result.hits = self._retrieve(question)
         with Timer(result.timings, "evaluate"):
@@ -376,7 +376,7 @@ class Pipeline:
             # the evaluator's domain alone (its base encoder embeds the question): no passage is scored
             with Timer(result.timings, "domain"):
                 result.in_domain = self._knows([question])[0]
-            result.evaluator = getattr(self.evaluator, "name", None)
+            result.evaluator = self.evaluator.name
         return items
 
     def run(
@@ -421,7 +421,7 @@ class Pipeline:
             raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES)}")
         result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
         result.model = self.generator.model if self.generator is not None else None
-        result.evaluator = getattr(self.evaluator, "name", None) if mode in ("crag", "rag+web") else None
+        result.evaluator = self.evaluator.name if mode in ("crag", "rag+web") else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
         ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode == "crag" else (0.0, 0.0)

@@ -143,7 +143,7 @@ class BatchRun:
             raise CragError(f"{job.input} holds no question")
         pipe = pipeline or build.pipeline(self.settings, with_generator=True, retrieve=job.mode != "no-retrieval")
         try:
-            identity = run_identity(self.settings, job.mode, pipe.thresholds, getattr(pipe.retriever, "manifest", {}))
+            identity = run_identity(self.settings, job.mode, pipe.thresholds, pipe.retriever.manifest)
             done = out.done_records(lines, identity) if out is not None else []
         except OSError as exc:
             raise CragError(f"cannot read {job.output}: {exc.strerror or exc}") from None

@@ -133,7 +133,12 @@ class Hit:
 
 
 class Retriever(Protocol):
-    """Anything that returns the top-k passages for a question, and weighs how much of it other text holds."""
+    """Anything that returns the top-k passages for a question, and weighs how much of it other text holds.
+
+    ``manifest`` describes the index (a batch's resume identity holds it; empty when there is none).
+    """
+
+    manifest: dict
 
     def search(self, query: str, k: int) -> list[Hit]: ...
 
