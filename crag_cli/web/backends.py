@@ -27,7 +27,7 @@ class SearxngBackend:
     def __init__(self, url: str, timeout: float = 10.0, allow_private: bool = False) -> None:
         if not url:
             raise CragError("--web searxng needs --searxng-url URL")
-        self.url = url.rstrip("/")
+        self.url = self.where = url.rstrip("/")
         self.timeout = timeout
         self.allow_private = allow_private
 
@@ -121,6 +121,7 @@ class DdgsBackend:
         self.engine_class = available[engine]
         self.engine = engine
         self.endpoint = endpoint
+        self.where = endpoint or ""
         self.timeout = timeout
 
     def search(self, query: str, k: int) -> list[SearchResult]:

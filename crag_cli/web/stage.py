@@ -66,7 +66,7 @@ class WebSearch:
         self.strips_scored = strips_scored
 
     def _search(self, query: str) -> list[SearchResult]:
-        key = f"search:{self.backend.name}:{getattr(self.backend, 'url', '')}:{self.results}:{query}"
+        key = f"search:{self.backend.name}:{self.backend.where}:{self.results}:{query}"
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

@@ -52,9 +52,10 @@ class ExternalKnowledge:
 
 
 class SearchBackend(Protocol):
-    """A web search engine."""
+    """A web search engine; ``where`` is the address it asks (part of the web cache's key; empty: its default)."""
 
     name: str
+    where: str
 
     def search(self, query: str, k: int) -> list[SearchResult]: ...
 
