@@ -94,15 +94,13 @@ class FakeWeb:
 class FakeGenerator:
     """Replies ``reply``, streamed word by word; remembers the messages it was given.
 
-    ``reply`` may be a sequence: each call replies the next one (the last one from then on). Every
-    generated piece gets the log-probability ``logprob`` (a reply's confidence).
+    ``reply`` may be a sequence: each call replies the next one (the last one from then on).
     """
 
     model = "fake"
 
-    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096, logprob: float = -0.1) -> None:
+    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096) -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
-        self.logprob = logprob
         self.messages: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
@@ -111,7 +109,7 @@ class FakeGenerator:
 
     def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
         """A generator with the same replies and its own record of messages."""
-        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.logprob)
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
@@ -126,4 +124,4 @@ class FakeGenerator:
         for i, piece in enumerate(pieces):
             if on_token is not None:
                 on_token(piece if i == 0 else " " + piece)
-        return Generation(reply, self.count_tokens(messages), len(pieces), [self.logprob] * len(pieces))
+        return Generation(reply, self.count_tokens(messages), len(pieces))

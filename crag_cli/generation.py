@@ -64,7 +64,7 @@ class GenerationStep:
 
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
-        :class:`crag_cli.generator.Generation` (prompt tokens, confidence)."""
+        :class:`crag_cli.generator.Generation` (its prompt tokens)."""
         max_tokens = self.max_tokens or TASKS[task].max_tokens
         budget = self.generator.n_ctx - max_tokens
         messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from .actions import Action
-from .match import fold
 from .refine import Strip, distinct, strongest_first, within_words
 
 
@@ -97,10 +96,8 @@ class ActionReading:
         if not (close and other):
             return Reading(within_words(lead, self.read_words), f"{names[0]} (they hold more of the question)")
         best = other[0]
-        first = [
-            s for s in within_words(lead, self.read_words - len(best.text.split())) if fold(s.text) != fold(best.text)
-        ]
-        return Reading(first + [best], f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
+        chosen = distinct(within_words(lead, self.read_words - len(best.text.split())) + [best])
+        return Reading(chosen, f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
 
     def compare(self, evidence: Evidence, internal: list[Strip], external: list[Strip]) -> tuple[bool, bool]:
         """Whether the passages lead, and whether the two sources are close enough for both to be read.

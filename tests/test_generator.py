@@ -26,19 +26,6 @@ def test_prompt_marks_knowledge_as_reference_not_instructions():
     assert "No reference knowledge" in build_messages("Q?", [])[1]["content"]
 
 
-def test_a_generation_has_each_tokens_logprob_and_a_prompt_sharing_a_prefix_is_read_from_the_cache(tiny_gguf):
-    gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
-    short = build_messages("What is it?", [KnowledgeItem("Alpha beta.", "d1")])
-    longer = build_messages("What is it?", [KnowledgeItem("Alpha beta.", "d1"), KnowledgeItem("Gamma.", "d2")])
-    first = gen.generate(short, max_tokens=6)
-    assert len(first.logprobs) == first.completion_tokens > 0 and all(lp <= 0 for lp in first.logprobs)
-    assert first.confidence == sum(first.logprobs) / len(first.logprobs)
-    second = gen.generate(longer, max_tokens=6)
-    # the system prompt and the first item are read from the cache, the second item and the question again
-    assert gen.count_tokens(short[:1]) < second.reused_tokens < second.prompt_tokens
-    assert gen.generate(longer, max_tokens=6).reused_tokens == second.prompt_tokens - 1  # all but the last
-
-
 def test_fit_knowledge_trims_to_the_budget(tiny_gguf):
     gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
     items = [KnowledgeItem(("fact %d " % i) * 40, f"p{i}") for i in range(20)]

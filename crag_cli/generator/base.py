@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..errors import CragError
@@ -14,19 +14,11 @@ class ModelError(CragError):
 
 @dataclass
 class Generation:
-    """A reply: its text, the prompt's tokens (``reused``: served from the cache of the previous prompt)
-    and each generated token's log-probability (the top token's: the one greedy decoding takes)."""
+    """A reply: its text, the prompt's tokens and the tokens generated."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
-    logprobs: list[float] = field(default_factory=list)
-    reused_tokens: int = 0
-
-    @property
-    def confidence(self) -> float:
-        """The mean log-probability of the generated tokens (0: sure; ``-inf`` when nothing is known)."""
-        return sum(self.logprobs) / len(self.logprobs) if self.logprobs else float("-inf")
 
 
 class Generator(Protocol):

@@ -43,7 +43,6 @@ class LlamaGenerator:
         self.threads = threads
         self._llm = None
         self._formatter = None
-        self._last_prompt: list[int] = []  # llama.cpp keeps its KV cache of the prompt a next one shares
         self.model_path: Path | None = None
 
     def fork(self, n_ctx: int | None = None) -> "LlamaGenerator":
@@ -149,16 +148,11 @@ class LlamaGenerator:
             raise ModelError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx {self.n_ctx}")
         from llama_cpp import LogitsProcessorList
 
-        import numpy as np
+        steps = [0]
 
-        logprobs: list[float] = []
-
-        def top_logprob(input_ids, scores):  # called once per sampled token
-            logprobs.append(-float(np.log(np.exp(scores - scores.max()).sum())))
+        def count_steps(input_ids, scores):  # called once per sampled token
+            steps[0] += 1
             return scores
-
-        reused = _common_prefix(self._last_prompt, tokens)
-        self._last_prompt = tokens
 
         stream = self._llm.create_completion(
             tokens,
@@ -168,7 +162,7 @@ class LlamaGenerator:
             stop=[self._eos] if self._eos else [],
             stopping_criteria=response.stopping_criteria,
             stream=True,
-            logits_processor=LogitsProcessorList([top_logprob]),
+            logits_processor=LogitsProcessorList([count_steps]),
         )
         pieces: list[str] = []
         for chunk in stream:
@@ -177,17 +171,7 @@ class LlamaGenerator:
                 pieces.append(piece)
                 if on_token is not None:
                     on_token(piece)
-        return Generation("".join(pieces), len(tokens), len(logprobs), logprobs, reused)
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share, at most ``len(b) - 1`` (llama.cpp always evaluates the last)."""
-    n = 0
-    for x, y in zip(a, b[:-1]):
-        if x != y:
-            break
-        n += 1
-    return n
+        return Generation("".join(pieces), len(tokens), steps[0])
 
 
 _VOCAB_BPE = 2  # llama.cpp's LLAMA_VOCAB_TYPE_BPE
