@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .actions import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
-from .generator import LlamaGenerator, check_model
+from .generator import Generator, backend
 from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
+from .reading import ReadingPolicy
 from .settings import Settings
 from .settings_info import stage_settings
 
@@ -33,13 +34,13 @@ PROMPT_SETTINGS = (
 )  # generator settings that the pipeline uses (the prompt and its answer)
 
 
-def generator(settings: Settings) -> LlamaGenerator:
-    return LlamaGenerator(
-        **{k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
-    )
+def generator(settings: Settings) -> Generator:
+    """The reader of ``settings.model``, built by its backend (:mod:`crag_cli.generator.backends`)."""
+    options = {k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
+    return backend(settings.model).create(**options)
 
 
-def web_corrector(settings: Settings, evaluator: Evaluator, generator: LlamaGenerator | None, th: Thresholds):
+def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, th: Thresholds):
     """The external-knowledge stage for ``settings.web`` (``None`` for ``none``)."""
     if settings.web == "none":
         return None
@@ -55,16 +56,18 @@ def pipeline(
     index: BM25Index | None = None,
     retrieve: bool = True,
     with_web: bool | None = None,
+    reading: ReadingPolicy | None = None,
 ) -> Pipeline:
     """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
 
     ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index. ``with_web`` (default:
     ``with_generator``) builds the web stage of ``settings.web``; without a generator no model
-    rewrites the query (``--rewrite model`` falls back to the question's content words).
+    rewrites the query (``--rewrite model`` falls back to the question's content words). ``reading``
+    replaces crag's reading rule (:mod:`crag_cli.reading`), as a benchmark compares policies.
     """
     with_web = with_generator if with_web is None else with_web
     if with_generator:
-        check_model(settings.model)  # a missing extra is one line before the index or any model loads
+        backend(settings.model).check(settings.model)  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None
@@ -74,6 +77,7 @@ def pipeline(
         thresholds=th,
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_web else None,
+        reading=reading,
         **stage_settings(settings, "retrieval", "action", "refine"),
         **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

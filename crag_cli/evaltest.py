@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .actions import Action, Thresholds, decide
 from .calibrate import Item, action_accuracy
 from .match import holds_answer
+
+if TYPE_CHECKING:
+    from .evaluator import Evaluator
+    from .index import Retriever
 
 
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
@@ -124,8 +128,8 @@ def in_sample_note(in_sample: dict[str, int], n: int) -> str:
 
 def evaluator_test(
     questions: Sequence[tuple[str, Sequence[str]]],
-    retriever,
-    evaluator,
+    retriever: Retriever,
+    evaluator: Evaluator,
     thresholds: Thresholds,
     top_k: int = 10,
     progress: Callable[[int], None] | None = None,
@@ -170,7 +174,7 @@ def evaluator_test(
     if not n:
         notes.append("no questions")
     return Report(
-        evaluator=getattr(evaluator, "name", type(evaluator).__name__),
+        evaluator=evaluator.name,
         n=n,
         top_k=top_k,
         thresholds={k: v for k, v in thresholds.to_dict().items()},

@@ -212,12 +212,7 @@ class Pipeline:
         question's term weight: the words agree where the evaluator is lukewarm). Ambiguous (unsure): every passage
         scoring at least the filter threshold, so that what retrieval found
         reaches the reader when the evaluator cannot tell, the safe fallback.
-        (Incorrect keeps none: the pipeline does not refine it.)
-
-        Keeping the filter threshold's passages for Correct questions regardless
-        of their words (999daa2) cost PopQA 5 answers of 200 and gained 1: the
-        in-domain evaluator was right to drop them (namesakes).
-        ``benchmarks/results/knowledge-recall/README.md``.
+        (Incorrect keeps none: the pipeline does not refine it.) Why: docs/how-it-works.md.
         """
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .actions import PRESETS
-from .models import DEFAULT_MODEL, EMBEDDED, embedded, model_file
+from .generator.backends import backend
+from .models import DEFAULT_MODEL, EMBEDDED
 from .prompts import TASK_CHOICES
 from .refine import RANKINGS, STRIP_MODES
 from .web.rewrite import REWRITES
@@ -318,13 +319,11 @@ class Settings(BaseModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
-        model = embedded(value)
-        if model is not None:
-            return model.name
-        path, problem = model_file(value)
-        if path is None:
-            raise ValueError(f"no such model ({problem}): give a .gguf file or one of {', '.join(EMBEDDED)}")
-        return value
+        reader = backend(value)
+        problem = reader.problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return reader.canonical(value)
 
     @field_validator("searxng_url")
     @classmethod

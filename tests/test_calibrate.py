@@ -88,7 +88,7 @@ def test_a_refused_calibrate_or_train_evaluator_leaves_no_lock_behind(built_inde
     def missing_extra(model):
         raise CragError(f"model {model} needs an extra that is not installed")
 
-    monkeypatch.setattr("crag_cli.generator.check_model", missing_extra)  # refused after the locks are taken
+    monkeypatch.setattr("crag_cli.generator.backends.check_model", missing_extra)  # refused after the locks are taken
     args = ["train-evaluator", "--synthetic", "3", "--index", str(built_index), "--out", str(tmp_path / "ev")]
     for _ in range(2):
         r = CliRunner().invoke(app, [*args, "--save-synthetic", str(tmp_path / "pairs.jsonl")])

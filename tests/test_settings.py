@@ -132,7 +132,7 @@ def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_in
     assert isinstance(web, WebSearch) and web.generator is None  # no model rewrites the query
     assert build.pipeline(settings.replace(web="none"), with_generator=False, with_web=True).web is None
     # with a generator the web stage follows it unless told otherwise (no model is loaded here)
-    monkeypatch.setattr(build, "check_model", lambda model: None)
+    monkeypatch.setattr("crag_cli.generator.backends.check_model", lambda model: None)
     monkeypatch.setattr(build, "generator", lambda settings: None)
     assert isinstance(build.pipeline(settings).web, WebSearch)
     assert build.pipeline(settings, with_web=False).web is None
@@ -144,7 +144,7 @@ def test_a_model_name_too_long_for_a_file_is_one_line_before_any_model_loads(whe
 
     from crag_cli.generator import ModelError, resolve_model
 
-    monkeypatch.setattr("crag_cli.build.LlamaGenerator", None)  # loading a model would fail the test
+    monkeypatch.setattr("crag_cli.generator.backends.LlamaGenerator", None)  # loading a model would fail the test
     long = "a" * 300
     args = ["ask", "What does the pass statement do?", "--index", built_index, "--max-tokens", "8", "-k", "3"]
     if where == "flag":

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CragError
+from ..generator import backend
 from ..settings import Settings
 from .common import Note, _quiet, check_input_file
 
@@ -74,7 +75,7 @@ class BatchRun:
         self.output = None
         if job.output is not None:
             # everything the run reads is an input: the questions, the model file, the config file
-            model_file = Path(settings.model) if Path(settings.model).is_file() else None  # not an embedded name
+            model_file = backend(settings.model).user_file(settings.model)
             inputs = [job.input, model_file, job.config or Path("crag.toml")]
             self.output = BatchOutput(
                 job.output, inputs, resume=job.resume, retry_errors=job.retry_errors, overwrite=job.overwrite

@@ -73,9 +73,9 @@ class TrainRun:
                 self.locks.append(Lock(job.save_synthetic, "synthetic pairs file").__enter__())
             if job.synthetic is not None:  # the generator is checked before the index or any model loads
                 from .. import build
-                from ..generator import check_model
+                from ..generator import backend
 
-                check_model(settings.model)
+                backend(settings.model).check(settings.model)
                 self.generator = build.generator(settings)
         except CragError:
             self.close()

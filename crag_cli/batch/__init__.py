@@ -38,7 +38,6 @@ from .identity import (
     evaluator_fingerprint,
     identity_mismatch,
     index_fingerprint,
-    model_fingerprint,
     run_identity,
 )
 from .loop import Summary, run_batch
@@ -63,7 +62,6 @@ __all__ = [
     "evaluator_fingerprint",
     "identity_mismatch",
     "index_fingerprint",
-    "model_fingerprint",
     "run_identity",
     "Summary",
     "run_batch",

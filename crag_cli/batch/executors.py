@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
+from ..generator import backend
 from ..pipeline import uses_evaluator
 from ..records import QuestionLine, error_record, to_record
 
@@ -274,8 +275,9 @@ class RayPool:
             "index": Path(os.path.abspath(self.settings.index)),
             "evaluator": absolute_spec(self.settings.evaluator),
         }
-        if Path(self.settings.model).is_file():  # a path, not an embedded name: the same path on every node
-            update["model"] = os.path.abspath(self.settings.model)
+        model_file = backend(self.settings.model).user_file(self.settings.model)
+        if model_file is not None:  # the user's file, not an embedded name: the same path on every node
+            update["model"] = os.path.abspath(model_file)
         share = self.settings.model_copy(update=update)
         started = not ray.is_initialized()
         if started:

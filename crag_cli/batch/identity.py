@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
+from ..generator import backend
 from ..version import __version__
 from ..prompts import PROMPT_VERSION
 
@@ -30,17 +31,6 @@ def index_fingerprint(manifest: dict) -> str:
     kept = {k: v for k, v in manifest.items() if k not in ("created", "created_by", "docs", "format_version")}
     kept["sources"] = [{k: v for k, v in src.items() if k != "mtime_ns"} for src in manifest.get("sources", [])]
     return _hash_json(kept)
-
-
-def model_fingerprint(model: str) -> str:
-    """sha256 of the generator's GGUF file (embedded models: their pinned sha256, checked before every load)."""
-    from ..generator import resolve_model
-    from ..models import embedded
-
-    known = embedded(model)
-    if known is not None and known.split:
-        return known.sha256
-    return _file_sha256(resolve_model(model))
 
 
 def evaluator_fingerprint(spec: str) -> str:
@@ -97,7 +87,7 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
     else:
         identity["thresholds"] = None
-    identity["model_sha256"] = model_fingerprint(settings.model)
+    identity["model_sha256"] = backend(settings.model).fingerprint(settings.model)
     identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator) if "evaluator" not in unused else None
     identity["index_sha256"] = index_fingerprint(index_manifest) if "retrieval" not in unused else None
     return identity

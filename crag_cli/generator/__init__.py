@@ -9,7 +9,8 @@ its package, which is never imported) or a path to any GGUF file.
 Modules: ``base`` (the :class:`Generator` Protocol, :class:`Generation`,
 :class:`ModelError`), ``embedded`` (the embedded models' files: found,
 assembled, verified; :func:`resolve_model`), ``llama`` (:class:`LlamaGenerator`,
-the llama.cpp backend).
+the llama.cpp reader), ``backends`` (which reader runs a ``--model`` value:
+:func:`backend`, :data:`BACKENDS`).
 """
 
 from .base import Generation, Generator, ModelError
@@ -29,9 +30,14 @@ from .embedded import (
     smollm_path,
     verify,
 )
+from .backends import BACKENDS, LlamaBackend, ReaderBackend, backend
 from .llama import PLAIN_TEMPLATE, LlamaGenerator, split_rendered
 
 __all__ = [
+    "BACKENDS",
+    "LlamaBackend",
+    "ReaderBackend",
+    "backend",
     "Generation",
     "Generator",
     "LEGACY_PART_AGE",

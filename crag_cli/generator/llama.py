@@ -43,6 +43,7 @@ class LlamaGenerator:
         self.threads = threads
         self._llm = None
         self._formatter = None
+        self._specials: list[str] | None = None
         self.model_path: Path | None = None
 
     def fork(self, n_ctx: int | None = None) -> "LlamaGenerator":
@@ -129,7 +130,7 @@ class LlamaGenerator:
 
     def _special_texts(self) -> list[str]:
         """The texts of the vocabulary's control and user-defined tokens, longest first."""
-        if getattr(self, "_specials", None) is None:
+        if self._specials is None:
             model = self._llm._model
             found = {
                 model.token_get_text(t) for t in range(model.n_vocab()) if model.token_get_attr(t) & _SPECIAL_ATTRS
