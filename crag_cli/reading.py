@@ -15,6 +15,11 @@ from typing import Protocol, Sequence
 from .actions import Action
 from .refine import Strip, distinct, strongest_first, within_words
 
+# Raised whenever crag's reading rule (:class:`ActionReading`) reads other strips for the same evidence, so that
+# `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
+# 1: Ambiguous reads the stronger source (issue 50). 2: the web's strips, leading alone, read as Incorrect's do.
+READING_VERSION = 2
+
 
 @dataclass
 class Evidence:
@@ -56,10 +61,11 @@ class ActionReading:
     (at least one strip). Ambiguous (the evaluator unsure; the paper reads
     both sources) compares what each source holds of the question: the
     source whose best strip holds the larger share of the question's term
-    weight (:attr:`crag_cli.refine.Strip.support`) leads, and is read within
-    ``read_words`` words; only when the two shares are within
+    weight (:attr:`crag_cli.refine.Strip.support`) leads. The passages are
+    read within ``read_words`` words; the web's strips, when they lead alone,
+    as Incorrect reads them. Only when the two shares are within
     ``close_support`` of each other is the other source's best strip read
-    too, last, within the same words. When the retriever cannot weigh a
+    too, last, within ``read_words``. When the retriever cannot weigh a
     strip, the passages lead if one has lexical support or scores at least
     ``upper``, else the web's strips, and the other's best strip follows. A
     strip repeating an earlier one's text is left out
@@ -87,17 +93,21 @@ class ActionReading:
         if evidence.action is not Action.AMBIGUOUS:
             correct = evidence.action is Action.CORRECT
             only = internal if correct else external
-            chosen = within_words(distinct(only)[: self.top(evidence.action)], self.knowledge_words)
-            return Reading(chosen, "the kept passages" if correct else "the web's strips")
+            return Reading(self.alone(only, evidence.action), "the kept passages" if correct else "the web's strips")
         internal, external = distinct(internal), distinct(external)
         passages_lead, close = self.compare(evidence, internal, external)
         lead, other = (internal, external) if passages_lead else (external, internal)
         names = ("the passages", "the web's strips") if passages_lead else ("the web's strips", "the passages")
         if not (close and other):
-            return Reading(within_words(lead, self.read_words), f"{names[0]} (they hold more of the question)")
+            chosen = within_words(lead, self.read_words) if passages_lead else self.alone(external, Action.INCORRECT)
+            return Reading(chosen, f"{names[0]} (they hold more of the question)")
         best = other[0]
         chosen = distinct(within_words(lead, self.read_words - len(best.text.split())) + [best])
         return Reading(chosen, f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
+
+    def alone(self, strips: list[Strip], action: Action | None) -> list[Strip]:
+        """One source read alone as ``action`` reads it: its first :meth:`top` strips within ``knowledge_words``."""
+        return within_words(distinct(strips)[: self.top(action)], self.knowledge_words)
 
     def compare(self, evidence: Evidence, internal: list[Strip], external: list[Strip]) -> tuple[bool, bool]:
         """Whether the passages lead, and whether the two sources are close enough for both to be read.

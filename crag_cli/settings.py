@@ -148,10 +148,11 @@ class Settings(BaseModel):
     )
     strips: int = setting(
         5,
-        "Web strips the generator gets when the action is Incorrect.",
+        "Most web strips read when the web is read alone (Incorrect, or it leads).",
         "refine",
         answers=True,
-        why="The web's strongest strips (--ranking) within --knowledge-words; Ambiguous reads by --read-words.",
+        why="The web's strongest strips (--ranking) within --knowledge-words; Ambiguous reads its passages by "
+        "--read-words.",
         ge=1,
         le=100,
     )
@@ -182,23 +183,25 @@ class Settings(BaseModel):
     )
     knowledge_words: int = setting(
         300,
-        "Most words of knowledge a Correct or Incorrect question reads.",
+        "Most words of one source a Correct, Incorrect or web-led question reads.",
         "refine",
         answers=True,
-        why="The first strips in reading order until this many (at least one). 300 is what plain RAG with k = 3 "
-        "gives of 100-word passages.",
+        why="The first strips in reading order until this many (at least one): Correct's passages, Incorrect's "
+        "web strips, and an Ambiguous question's web strips when they lead alone. 300 is what plain RAG with "
+        "k = 3 gives of 100-word passages.",
         ge=10,
         le=100000,
     )
     read_words: int = setting(
         450,
-        "Most words an Ambiguous question reads.",
+        "Most words an Ambiguous question reads of its passages, or of both.",
         "refine",
         answers=True,
         why="Ambiguous (the evaluator unsure) reads the source whose best strip holds more of the question's "
         "term weight (the index's IDF; a term the folder never names weighs the most): the kept passages in "
-        "retrieval order, or the web's strips by --ranking, up to this many words; with --close-support, the "
-        "other source's best strip too. 450 is about what plain RAG with k = 5 reads of 100-word passages.",
+        "retrieval order up to this many words, or the web's strips as Incorrect reads them (--strips, "
+        "--knowledge-words); with --close-support, the other source's best strip too, within this many. 450 "
+        "is about what plain RAG with k = 5 reads of 100-word passages.",
         ge=10,
         le=100000,
     )

@@ -260,6 +260,12 @@ def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index
     before = part.read_text()
     r = invoke("batch", qs, "-o", part, "--resume", *common)
     assert "nothing to do" in r.stderr and part.read_text() == before
+    # records that crag's reading rule of before chose the knowledge for are not this run's: never mixed
+    old = dict(manifest, output="old.jsonl", complete=False, identity=dict(manifest["identity"], reading_version=1))
+    (tmp_path / "old.jsonl.run.json").write_text(json.dumps(old))
+    (tmp_path / "old.jsonl.partial").write_text(lines[0])
+    r = invoke("batch", qs, "-o", tmp_path / "old.jsonl", "--resume", *common)
+    assert r.exit_code == 1 and "reading_version" in r.stderr, r.output
 
 
 @pytest.mark.parametrize("kind", ["other input", "longer", "not json", "not ours", "no output"])

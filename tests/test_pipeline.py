@@ -164,10 +164,15 @@ def _ambiguous(web_texts, passages=None, **kwargs):
 
 
 def test_ambiguous_reads_the_source_that_holds_more_of_the_question_alone():
-    # the web's strips hold 5 of the question's 6 words, the passages 2: the web alone, within read_words
+    # the web's strips hold 5 of the question's 6 words, the passages 2: the web alone, as Incorrect reads it
     result, lines = _ambiguous([f"Ole Krarup did study law in town {i}." for i in range(3)])
     assert ["town" in line for line in lines] == [True] * 3 and result.internal_knowledge == []
     assert result.reading == "the web's strips (they hold more of the question)"
+    town = [f"Ole Krarup did study law in town {i}." for i in range(6)]  # 8 words each
+    _, lines = _ambiguous(town, knowledge_words=20, read_words=1000)  # --knowledge-words bounds the web alone
+    assert len(lines) == 2 and "town 0" in lines[0]
+    _, lines = _ambiguous(town, strips=4, read_words=1000)  # and --strips
+    assert len(lines) == 4
     # the passages hold more than the web's strips (2 of 6 against 1): the passages alone, in retrieval order
     result, lines = _ambiguous([f"A page on Krarup, item {i}." for i in range(3)], passages=None, close_support=0.1)
     assert [f"fact {i}" in line for i, line in enumerate(lines)] == [True] * 6

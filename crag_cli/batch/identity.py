@@ -11,6 +11,7 @@ from .. import files
 from ..generator import backend
 from ..version import __version__
 from ..prompts import PROMPT_VERSION
+from ..reading import READING_VERSION
 
 
 RESOLVED_GROUPS = ("index", "thresholds")
@@ -75,6 +76,7 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     if uses_evaluator(mode, settings.task):  # plain RAG under auto: the evaluator's domain picks the prompt
         unused = tuple(g for g in unused if g != "evaluator")
     identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
+    identity["reading_version"] = READING_VERSION if mode == "crag" else None
     identity.update(
         {
             name: getattr(settings, name)
