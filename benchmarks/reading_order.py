@@ -37,7 +37,7 @@ from crag_cli.actions import Action  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
 from crag_cli.refine import fuse_ranks, lexical_scores, strip_pieces, strongest_first  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
-from crag_cli.web.rewrite import content_words  # noqa: E402
+from crag_cli.web.rewrite import keyword_query  # noqa: E402
 from crag_cli.web.stage import page_sources  # noqa: E402
 
 SCORED = (10, 20, 40)
@@ -53,7 +53,7 @@ def reader_knowledge(pipe, result, passage_order: str) -> list:
 
 def web_strip_hits(pipe, web, question: str, gold: list[str]) -> dict[tuple[int, str], list[bool]]:
     """For each (strips scored, ordering): whether each of the first 5 strips holds the span."""
-    sources, _ = page_sources(web._fetch([r.url for r in web._search(content_words(question))]))
+    sources, _ = page_sources(web._fetch([r.url for r in web._search(keyword_query(question))]))
     pieces = [text for text, _, _ in strip_pieces(sources, pipe.strip_mode)]
     if not pieces:
         return {}

@@ -11,7 +11,7 @@ from crag_cli.generator import Generation
 from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from crag_cli.web.cache import DiskCache
 from crag_cli.web.fetch import Fetcher, check_url
-from crag_cli.web.rewrite import accept_query, content_words, rewrite_query
+from crag_cli.web.rewrite import accept_query, keyword_query, rewrite_query
 from crag_cli.web.stage import WebSearch
 from crag_cli.web import SearchResult
 from webserver import LocalWeb
@@ -44,9 +44,9 @@ class RecordingGenerator:
         return Generation(self.reply, 0, 1)
 
 
-def test_content_words_fallback():
-    assert content_words("What is Henry Feilden's occupation?") == "Henry Feilden occupation"
-    assert content_words("Who is it?") == "Who is it?"
+def test_keyword_query_fallback():
+    assert keyword_query("What is Henry Feilden's occupation?") == "Henry Feilden occupation"
+    assert keyword_query("Who is it?") == "Who is it?"
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import re
 
 from ..generator import Generator
 
-REWRITES = ("words", "model", "none")  # how the question becomes the query: content_words, rewrite_query, itself
+REWRITES = ("words", "model", "none")  # how the question becomes the query: keyword_query, rewrite_query, itself
 
 _STOPWORDS = set(
     "a an the of in on at to for from by with about as is are was were be been being do does did what who whom "
@@ -37,8 +37,10 @@ def rewrite_messages(question: str) -> list[dict]:
     return messages
 
 
-def content_words(question: str) -> str:
+def keyword_query(question: str) -> str:
     """The deterministic fallback query: the question's words minus stop words and punctuation.
+
+    Not ``match.content_words`` (the words an answer is matched on): a search query also drops question words.
 
     Parameters
     ----------
@@ -70,7 +72,7 @@ def accept_query(raw: str, question: str) -> str | None:
     parts = [p.strip() for p in line.split(",") if p.strip()]
     if not 1 <= len(parts) <= 3 or any(len(p.split()) > 6 for p in parts) or len(line.split()) > 12:
         return None
-    qwords = {w.lower() for w in content_words(question).split()}
+    qwords = {w.lower() for w in keyword_query(question).split()}
     lwords = {w.lower().strip(".'").removesuffix("'s") for w in re.findall(r"[\w][\w'.-]*", line)}
     if not qwords & lwords:
         return None
@@ -80,15 +82,15 @@ def accept_query(raw: str, question: str) -> str | None:
 def rewrite_query(question: str, generator: Generator | None, max_tokens: int = 24) -> tuple[str, bool, str | None]:
     """``(query, rewritten, note)``: the generator's keyword query, or the content-word fallback."""
     if generator is None:
-        return content_words(question), False, "no generator: content words used"
+        return keyword_query(question), False, "no generator: content words used"
     try:
         raw = generator.generate(rewrite_messages(question), max_tokens=max_tokens).text
     except Exception as exc:  # the fallback is always available
-        return content_words(question), False, f"rewrite failed ({exc}); content words used"
+        return keyword_query(question), False, f"rewrite failed ({exc}); content words used"
     query = accept_query(raw, question)
     if query is None:
         return (
-            content_words(question),
+            keyword_query(question),
             False,
             f"rewrite output {raw.strip()[:60]!r} is not a keyword query; content words used",
         )

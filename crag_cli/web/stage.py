@@ -11,7 +11,7 @@ from ..refine import KnowledgeSource, refine
 from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
-from .rewrite import content_words, rewrite_query
+from .rewrite import keyword_query, rewrite_query
 from .types import ExternalKnowledge, SearchResult
 
 
@@ -113,7 +113,7 @@ class WebSearch:
             if note:
                 notes.append(note)
         elif self.rewrite == "words":
-            query = content_words(question)
+            query = keyword_query(question)
         else:
             query = question
         timings["rewrite"] = time.perf_counter() - start
