@@ -610,8 +610,18 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     ev.load()
     ev.set_guard({"cosine": -1.0, "score": card["thresholds"]["lower"]}, card["base"])  # every pair is "on topic"
     ev.use_thresholds(upper=0.9, lower=0.25)  # the floor is the lower threshold in force
+    embedded = []
+    cosine_score = ev._cosine.score
+    monkeypatch.setattr(ev._cosine, "score", lambda ps: embedded.extend(ps) or cosine_score(ps))
     guarded = ev.score(inputs)
     assert all(g >= 0.25 for g in guarded)
+    assert embedded == [x for x, p in zip(inputs, plain) if p < 0.25]  # the guard embeds only the pairs it could lift
+    mid = sorted(plain)[len(plain) // 2]
+    ev.use_thresholds(upper=0.999, lower=mid)  # a floor with pairs on both sides
+    embedded.clear()
+    assert ev.score(inputs) == pytest.approx([max(p, mid) for p in plain], abs=1e-5)
+    assert 0 < len(embedded) < len(inputs) and embedded == [x for x, p in zip(inputs, plain) if p < mid]
+    ev.use_thresholds(upper=0.9, lower=0.25)
     assert all(
         g == pytest.approx(p, abs=1e-5) if p >= 0.25 else g == 0.25 for g, p in zip(guarded, plain)
     )  # raised to 0.25

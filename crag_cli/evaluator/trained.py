@@ -296,8 +296,10 @@ class CrossEncoderEvaluator:
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         scores = [logit_to_score(z) for z in self.logits(pairs)]
         floor = self.guard_floor()
-        if floor is not None and pairs:
+        below = [i for i, s in enumerate(scores) if s < floor] if floor is not None else []
+        if below:  # only a pair below the floor can be lifted: the guard's cosine is computed for those alone
             cut = float(self._guard["cosine"])
-            cosines = self._cosine.score(pairs)
-            scores = [max(s, floor) if c >= cut else s for s, c in zip(scores, cosines)]
+            for i, c in zip(below, self._cosine.score([pairs[i] for i in below])):
+                if c >= cut:
+                    scores[i] = floor
         return scores
