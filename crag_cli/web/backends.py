@@ -20,20 +20,20 @@ class SearchError(Exception):
 
 
 class SearxngBackend:
-    """A SearxNG instance's JSON API: ``GET {url}/search?q=...&format=json``."""
+    """A SearxNG instance's JSON API: ``GET {where}/search?q=...&format=json`` (``where``: its base URL)."""
 
     name = "searxng"
 
     def __init__(self, url: str, timeout: float = 10.0, allow_private: bool = False) -> None:
         if not url:
             raise CragError("--web searxng needs --searxng-url URL")
-        self.url = self.where = url.rstrip("/")
+        self.where = url.rstrip("/")
         self.timeout = timeout
         self.allow_private = allow_private
 
     def search(self, query: str, k: int) -> list[SearchResult]:
-        endpoint = f"{self.url}/search"
-        problem = check_url(endpoint, self.allow_private, trusted_hosts=(urlsplit(self.url).hostname or "",))
+        endpoint = f"{self.where}/search"
+        problem = check_url(endpoint, self.allow_private, trusted_hosts=(urlsplit(self.where).hostname or "",))
         if problem:
             raise SearchError(f"SearxNG URL {problem}")
         limit = whole_limit(self.timeout)  # as for a page: a server dripping bytes cannot hold the question
