@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import default_minilm_path
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
 
 
 class MiniLMEvaluator:
@@ -23,14 +23,23 @@ class MiniLMEvaluator:
         Texts per forward pass.
     max_length : int
         Tokens kept per text (the model was trained on 256; 512 is its limit).
+    precision : {"float", "int8"}
+        Its arithmetic (:func:`crag_cli.evaluator.base.with_precision`).
     """
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = 32, max_length: int = 256) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        batch_size: int = 32,
+        max_length: int = 256,
+        precision: str = "float",
+    ) -> None:
         if batch_size < 1:
             raise EvaluatorError("evaluator batch size must be at least 1")
         self.model_path = Path(model_path) if model_path else None
         self.batch_size = batch_size
         self.max_length = min(max_length, 512)
+        self.precision = precision
         self.name = "minilm-cosine" if model_path is None else f"minilm-cosine:{model_path}"
         self._model = None
         self._tokenizer = None
@@ -53,9 +62,10 @@ class MiniLMEvaluator:
         _quiet_transformers()
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self._model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+            model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise EvaluatorError(f"cannot load evaluator model from {path}: {one_line(exc)}") from None
+        self._model = with_precision(model, self.precision)
         torch.set_grad_enabled(False)
 
     def embed(self, texts: Sequence[str]):

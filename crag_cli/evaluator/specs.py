@@ -9,13 +9,16 @@ from .t5 import T5Evaluator
 from .trained import CrossEncoderEvaluator
 
 
-def build_evaluator(spec: str, batch_size: int = 32, max_length: int = 512) -> Evaluator:
-    """Build an evaluator from its name (see :func:`parse_spec`)."""
+def build_evaluator(
+    spec: str, batch_size: int = 32, max_length: int = 512, evaluator_precision: str = "float"
+) -> Evaluator:
+    """Build an evaluator from its name (see :func:`parse_spec`), computing at ``evaluator_precision``."""
     kind, path = parse_spec(spec)
+    precision = evaluator_precision
     if kind == "trained":
-        return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec)
+        return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec, precision=precision)
     if kind == "minilm-cosine":
-        return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256))
+        return MiniLMEvaluator(path, batch_size=batch_size, max_length=min(max_length, 256), precision=precision)
     return T5Evaluator(
-        path, batch_size=batch_size, max_length=max_length
+        path, batch_size=batch_size, max_length=max_length, precision=precision
     )  # checked when it loads (rag mode does only with --task auto, for a domain a T5 evaluator does not have)

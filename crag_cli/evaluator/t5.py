@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import MANIFEST
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
 
 
 class T5Evaluator:
@@ -22,16 +22,19 @@ class T5Evaluator:
         Pairs per forward pass.
     max_length : int
         Input tokens kept (512 as in CRAG).
+    precision : {"float", "int8"}
+        Its arithmetic (:func:`crag_cli.evaluator.base.with_precision`).
     """
 
     SEPARATOR = " [SEP] "
 
-    def __init__(self, path: str | Path, batch_size: int = 16, max_length: int = 512) -> None:
+    def __init__(self, path: str | Path, batch_size: int = 16, max_length: int = 512, precision: str = "float") -> None:
         if batch_size < 1:
             raise EvaluatorError("evaluator batch size must be at least 1")
         self.path = Path(path)
         self.batch_size = batch_size
         self.max_length = max_length
+        self.precision = precision
         self.name = f"t5:{path}"
         self._model = None
         self._tokenizer = None
@@ -68,7 +71,7 @@ class T5Evaluator:
             raise EvaluatorError(
                 f"T5 evaluator at {self.path} has {model.config.num_labels} labels; a CRAG evaluator has 1"
             )
-        self._model = model.eval()
+        self._model = with_precision(model.eval(), self.precision)
         torch.set_grad_enabled(False)
 
     def inputs(self, pairs: Sequence[Pair]) -> list[str]:

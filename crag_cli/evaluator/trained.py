@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
 from .cosine import MiniLMEvaluator
 from .t5 import T5Evaluator
@@ -177,15 +177,25 @@ class CrossEncoderEvaluator:
         Input tokens kept per pair (at most the length it was trained with).
     name : str, optional
         How records name it (default: ``minilm:PATH``).
+    precision : {"float", "int8"}
+        The arithmetic of it and of its guard's encoder (:func:`crag_cli.evaluator.base.with_precision`).
     """
 
-    def __init__(self, path: str | Path, batch_size: int = 32, max_length: int = 512, name: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        batch_size: int = 32,
+        max_length: int = 512,
+        name: str | None = None,
+        precision: str = "float",
+    ) -> None:
         if batch_size < 1:
             raise EvaluatorError("evaluator batch size must be at least 1")
         self.path = Path(path)
         self.batch_size = batch_size
         self.max_length = max_length
         self.name = name or f"minilm:{path}"
+        self.precision = precision
         self._model = None
         self._tokenizer = None
         self._t5 = False
@@ -228,7 +238,7 @@ class CrossEncoderEvaluator:
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
             raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
         self.max_length = min(self.max_length, int(manifest["max_length"]))
-        self._tokenizer, self._model, self._t5 = tokenizer, model.eval(), is_t5(model)
+        self._tokenizer, self._model, self._t5 = tokenizer, with_precision(model.eval(), self.precision), is_t5(model)
         self._stored_upper = float(manifest["thresholds"]["upper"])
         self.set_guard(manifest.get("topic_guard"), manifest["base"])
         self._load_domain(manifest)
@@ -250,7 +260,7 @@ class CrossEncoderEvaluator:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EvaluatorError(f"trained evaluator {self.path}: cannot read its domain: {exc}") from None
         if self._cosine is None:  # the topic guard's encoder when it has one
-            self._cosine = MiniLMEvaluator(base_path(manifest["base"]), batch_size=self.batch_size)
+            self._cosine = self._encoder(manifest["base"])
         self._cosine.load()  # now, so that no question's time includes loading it
 
     def knows(self, questions: Sequence[str]) -> list[bool] | None:
@@ -273,7 +283,11 @@ class CrossEncoderEvaluator:
     def set_guard(self, guard: dict | None, base: str) -> None:
         """Use a topic guard (``{"cosine": c, "score": s}``) with the base encoder's cosine, or none."""
         self._guard = guard
-        self._cosine = MiniLMEvaluator(base_path(base), batch_size=self.batch_size) if guard else None
+        self._cosine = self._encoder(base) if guard else None
+
+    def _encoder(self, base: str) -> MiniLMEvaluator:
+        """The base encoder's cosine, for the topic guard and the domain, at this evaluator's precision."""
+        return MiniLMEvaluator(base_path(base), batch_size=self.batch_size, precision=self.precision)
 
     def logits(self, pairs: Sequence[Pair]) -> list[float]:
         """The raw logit of every pair, in input order."""
