@@ -92,7 +92,14 @@ class Settings(BaseModel):
         why="minilm is the embedded, trained evaluator; minilm:PATH or PATH one made by `crag train-evaluator`; "
         "t5:PATH the paper's T5 evaluator; minilm-cosine the untrained cosine, for comparison.",
     )
-    batch_size: int = setting(10, "Evaluator pairs per forward pass.", "evaluator", answers=False, ge=1, le=4096)
+    batch_size: int = setting(
+        10,
+        "Evaluator pairs per forward pass (in float; int8 scores one at a time).",
+        "evaluator",
+        answers=False,
+        ge=1,
+        le=4096,
+    )
     max_length: int = setting(
         512,
         "Evaluator input tokens kept per pair.",

@@ -78,6 +78,8 @@ def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5
         assert not any(type(m) is torch.nn.Linear for m in fast._model.modules())
         assert any(type(m) is torch.ao.nn.quantized.dynamic.Linear for m in fast._model.modules())
         assert any(type(m) is torch.nn.Linear for m in exact._model.modules())
+        alone = [fast.score([pair])[0] for pair in pairs]  # one pair a pass: a score never depends on its batch
+        assert alone == got
     guard = CrossEncoderEvaluator(EMBEDDED_EVALUATOR, precision="int8")
     guard.load()
     assert guard._cosine.precision == "int8"  # the topic guard's and the domain's encoder compute alike

@@ -322,7 +322,8 @@ def test_ask_incorrect_uses_the_web_and_shows_urls(web, built_index, tiny_gguf):
 
 def _ask_ambiguous_with_searxng(index, model, url: str):
     """``crag ask --json`` of a question judged Ambiguous (its passages and the web), searching ``url``."""
-    args = ("--index", index, "--model", model, "--upper", "1", "--lower", "-1", "--max-tokens", "4")
+    args = ("--index", index, "--model", model, "--upper", "1", "--lower", "-1", "--filter-threshold", "-1")
+    args += ("--max-tokens", "4")
     r = _ask("capital of Germany?", *args, "--web", "searxng", "--searxng-url", url, "--no-cache", "--json")
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)

@@ -52,9 +52,10 @@ def with_precision(model, precision: str):
     """``model`` computing at ``precision``: ``float`` as loaded, ``int8`` its linear layers quantized.
 
     ``int8`` is PyTorch's dynamic quantization: each linear layer's weights
-    rounded to 8-bit integers per output channel, its inputs per batch. On a
-    2-core CPU it scores about twice as fast; scores move by a few hundredths
-    (docs/how-it-works.md has the figures on both benchmark domains).
+    rounded to 8-bit integers per output channel, its inputs per forward pass.
+    Its scores move by a few hundredths; one pair a pass (:func:`pass_size`), it
+    scores about 1.5 times as fast on a 2-core CPU (docs/how-it-works.md has the
+    figures on both benchmark domains).
 
     Parameters
     ----------
@@ -84,6 +85,22 @@ def with_precision(model, precision: str):
                 f"torch {torch.__version__} cannot quantize the evaluator: use --evaluator-precision float"
             ) from None
         return quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig})
+
+
+def pass_size(batch_size: int, precision: str) -> int:
+    """Pairs (or texts) per forward pass: ``batch_size`` in ``float``, 1 in ``int8``.
+
+    ``int8`` quantizes each pass's inputs with one scale for the whole pass, so
+    a pair scored beside others would score differently from the same pair
+    alone (and a resumed or parallel batch would disagree with a whole one);
+    one at a time, a pair's score is its own.
+
+    Examples
+    --------
+    >>> pass_size(10, "float"), pass_size(10, "int8")
+    (10, 1)
+    """
+    return 1 if precision == "int8" else batch_size
 
 
 def _length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> list[list[int]]:

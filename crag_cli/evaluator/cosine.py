@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import default_minilm_path
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 
 
 class MiniLMEvaluator:
@@ -77,7 +77,9 @@ class MiniLMEvaluator:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         out = [None] * len(texts)
-        for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):
+        for batch in _length_sorted_batches(
+            len(texts), [len(t) for t in texts], pass_size(self.batch_size, self.precision)
+        ):
             enc = self._tokenizer(
                 [texts[i] for i in batch],
                 padding="longest",

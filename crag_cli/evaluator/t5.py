@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import MANIFEST
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 
 
 class T5Evaluator:
@@ -86,7 +86,9 @@ class T5Evaluator:
         self.load()
         texts = self.inputs(pairs)
         out = [0.0] * len(texts)
-        for batch in _length_sorted_batches(len(texts), [len(t) for t in texts], self.batch_size):
+        for batch in _length_sorted_batches(
+            len(texts), [len(t) for t in texts], pass_size(self.batch_size, self.precision)
+        ):
             enc = self._tokenizer(
                 [texts[i] for i in batch],
                 padding="longest",

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, with_precision
+from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
 from .cosine import MiniLMEvaluator
 from .t5 import T5Evaluator
@@ -298,7 +298,7 @@ class CrossEncoderEvaluator:
         self.load()
         out = [0.0] * len(pairs)
         lengths = [len(q) + len(p) for q, p in pairs]
-        for batch in _length_sorted_batches(len(pairs), lengths, self.batch_size):
+        for batch in _length_sorted_batches(len(pairs), lengths, pass_size(self.batch_size, self.precision)):
             enc = encode_pairs(self._tokenizer, [pairs[i] for i in batch], self.max_length, self._t5)
             with torch.inference_mode():
                 logits = self._model(**enc).logits[:, 0]
