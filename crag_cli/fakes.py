@@ -85,8 +85,12 @@ class FakeWeb:
     queries: list[str] = field(default_factory=list)
     generator: Generator | None = None  # no query rewriter
 
-    def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
+    def run(
+        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
+    ) -> ExternalKnowledge:
         self.queries.append(question)
+        if unread is not None and unread(list(self.texts)):
+            return ExternalKnowledge(backend="fake", query=question)
         strips = [Strip(t, f"https://example.org/{i}", "", (i, 0), self.score, i) for i, t in enumerate(self.texts)]
         return ExternalKnowledge(backend="fake", query=question, strips=strips)
 

@@ -236,18 +236,22 @@ class Pipeline:
 
     def act(self, result: Result) -> Result:
         """The action's knowledge for an evaluated ``result``: Correct refines the kept passages
-        (``internal_knowledge``), Incorrect searches the web (``external_knowledge``), Ambiguous both.
-
-        What the generator then reads of it is :meth:`reader_strips`.
-        """
+        (``internal_knowledge``), Incorrect searches the web (``external_knowledge``), Ambiguous both;
+        what the generator then reads of it is :meth:`reader_strips`."""
+        ambiguous = result.action is Action.AMBIGUOUS  # its reading compares each strip's share of the question
         if result.action in (Action.CORRECT, Action.AMBIGUOUS):
-            result.internal_knowledge = self._internal(result)
+            internal = self._internal(result)
+            result.internal_knowledge = self._weighed(result.question, internal) if ambiguous else internal
         if result.action in (Action.INCORRECT, Action.AMBIGUOUS):
-            result.external_knowledge = self._external(result)
-        if result.action is Action.AMBIGUOUS:  # what its reading compares: each strip's share of the question
-            result.internal_knowledge = self._weighed(result.question, result.internal_knowledge)
+            result.external_knowledge = self._external(result, self._web_unread(result) if ambiguous else None)
+        if ambiguous:
             result.external_knowledge.strips = self._weighed(result.question, result.external_knowledge.strips)
         return result
+
+    def _web_unread(self, result: Result) -> Callable[[list[str]], bool]:
+        """Whether the reading leaves the web's strips (texts) unread whatever they score; then none is scored."""
+        weigh, read = self.retriever.text_support, self.reading.web_unread
+        return lambda texts: (x := weigh(result.question, texts)) is not None and read(result.internal_knowledge, x)
 
     def _weighed(self, question: str, strips: list[Strip]) -> list[Strip]:
         """``strips`` with their :attr:`~crag_cli.refine.Strip.support` as the retriever weighs it (or as they are).
@@ -354,10 +358,10 @@ class Pipeline:
         """
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
 
-    def _external(self, result: Result) -> ExternalKnowledge:
+    def _external(self, result: Result, unread: Callable[[list[str]], bool] | None = None) -> ExternalKnowledge:
         if self.web is None:
             return ExternalKnowledge.disabled()
-        return self.web.run(result.question, result.timings)
+        return self.web.run(result.question, result.timings, unread)
 
     def _unchecked(self, result: Result) -> list[KnowledgeItem]:
         """The baselines' knowledge: the top-k passages unchecked, and under ``rag+web`` the web's strips too.

@@ -47,9 +47,17 @@ class Reading:
 
 
 class ReadingPolicy(Protocol):
-    """Chooses what the reader reads of a question's evidence."""
+    """Chooses what the reader reads of a question's evidence.
+
+    ``web_unread`` is asked before the web's strips of an Ambiguous question are
+    scored, with the kept passages' strips (weighed) and each web strip's
+    support: ``True`` when it would read none of them whatever their scores, so
+    that they go unscored (``False`` when it cannot tell).
+    """
 
     def read(self, evidence: Evidence) -> Reading: ...
+
+    def web_unread(self, internal: Sequence[Strip], web_supports: Sequence[float]) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,17 @@ class ActionReading:
     def alone(self, strips: list[Strip], action: Action | None) -> list[Strip]:
         """One source read alone as ``action`` reads it: its first :meth:`top` strips within ``knowledge_words``."""
         return within_words(distinct(strips)[: self.top(action)], self.knowledge_words)
+
+    def web_unread(self, internal: Sequence[Strip], web_supports: Sequence[float]) -> bool:
+        """Whether the passages lead alone (:meth:`compare`) against any web strips kept of these.
+
+        Scoring keeps some of the web's strips, never more, so their best support
+        is at most ``max(web_supports)``: when the passages' best leads that by
+        ``close_support`` or more, the web's strips are not read, whatever they score.
+        """
+        if not internal or not web_supports or any(s.support is None for s in internal):
+            return False
+        return max(s.support for s in internal) - max(web_supports) >= self.close_support
 
     def compare(self, evidence: Evidence, internal: list[Strip], external: list[Strip]) -> tuple[bool, bool]:
         """Whether the passages lead, and whether the two sources are close enough for both to be read.

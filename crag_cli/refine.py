@@ -21,7 +21,7 @@ the evaluator, the best by BM25 within the pages (a cheap first pass).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -283,6 +283,7 @@ def refine(
     ranking: str = "evaluator",
     max_scored: int | None = None,
     lexical_rank: bool = False,
+    unread: Callable[[list[str]], bool] | None = None,
 ) -> list[Strip]:
     """Decompose ``sources``, score their strips against ``question`` in one batched call, and select.
 
@@ -296,6 +297,9 @@ def refine(
     lexical_rank : bool
         The strips' retrieval rank is their BM25 order within ``sources`` (web
         pages) rather than their order in ``sources`` (retrieved passages, best first).
+    unread : callable, optional
+        Given the texts of the strips about to be scored, ``True`` when none of
+        them can be read whatever its score: then none is scored and none kept.
 
     Returns
     -------
@@ -316,6 +320,8 @@ def refine(
         if max_scored is not None and len(pieces) > max_scored:
             chosen = sorted(by_lexical[:max_scored])  # in document order
             pieces, ranks = [pieces[i] for i in chosen], [ranks[i] for i in chosen]
+    if unread is not None and unread([text for text, _, _ in pieces]):
+        return []
     scores = evaluator.score([(question, text) for text, _, _ in pieces])
     strips = [
         Strip(text, src.id, src.title, pos, score, rank) for (text, src, pos), score, rank in zip(pieces, scores, ranks)

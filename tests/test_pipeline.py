@@ -399,6 +399,9 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
             self.seen.append(evidence)
             return Reading(evidence.internal[-1:], "the last kept passage")
 
+        def web_unread(self, internal, web_supports) -> bool:
+            return False
+
     gen = FakeGenerator("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
     policy = LastOnly()
@@ -413,3 +416,48 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
     # without a policy, crag's own rule with the pipeline's settings
     default = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     assert default.reading == ActionReading(strips=5, strips_correct=2, upper=TH.upper)
+
+
+def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
+    """Scoring keeps some of the web's strips, never more: when the passages lead even the best of them by
+    --close-support, the reading is the same without scoring them; else they are scored and compared."""
+    import random
+
+    from crag_cli.reading import ActionReading, Evidence
+    from crag_cli.refine import Strip
+
+    rule = ActionReading(read_words=60, close_support=0.1)
+    rng = random.Random(0)
+    unread = 0
+    for _ in range(2000):
+        internal = [Strip(f"p{i} " * 5, f"p{i}", "", (i, 0), 0.1, i, rng.random()) for i in range(rng.randint(0, 3))]
+        web = [Strip(f"w{i} " * 5, f"w{i}", "", (i, 0), rng.random(), i, rng.random()) for i in range(4)]
+        kept = [s for s in web if rng.random() < 0.5]  # what scoring keeps: any of them
+        if rule.web_unread(internal, [s.support for s in web]):
+            unread += 1
+            got = rule.read(Evidence(Action.AMBIGUOUS, (0.1,), internal=internal, external=kept))
+            assert got.strips and not any(s.source.startswith("w") for s in got.strips)
+    assert 200 < unread < 1800
+    # in the pipeline: the passages hold 2 of 6 words, the pages 1: the pages go unscored, the reading the same
+    offers = []
+
+    class Web(FakeWeb):
+        def run(self, question, timings, unread=None):
+            offers.append(unread is not None and unread(list(self.texts)))
+            return super().run(question, timings, unread)
+
+    class Scores(ActionReading):
+        def web_unread(self, internal, web_supports) -> bool:
+            return False
+
+    passages = [f"Ole Krarup fact {i} in five more words." for i in range(6)]
+    pages = [f"A page on Krarup, item {i}." for i in range(3)]
+    read = []
+    for policy in (None, Scores(strips=5, upper=TH.upper)):
+        gen = FakeGenerator("jurist")
+        ev = FakeEvaluator({f"fact {i}": 0.1 for i in range(6)}, default=0.25)
+        pipe = Pipeline(FakeRetriever(passages, support=0.8), ev, TH, gen, web=Web(pages, score=0.25), reading=policy)
+        result = pipe.run("Where did Ole Krarup study law?")
+        assert result.action is Action.AMBIGUOUS and result.reading.startswith("the passages (")
+        read.append(reference(gen))
+    assert offers == [True, False] and read[0] == read[1]

@@ -154,3 +154,13 @@ def test_refine_bounds_the_strips_scored_by_a_bm25_first_pass():
     ev.calls.clear()
     refine("How long is the bovine coronavirus genome?", sources, ev, top_k=1, threshold=-1)
     assert ev.calls == [len(decompose(page))] and len(decompose(page)) > 150  # unbounded: every strip scored
+
+
+def test_refine_scores_nothing_when_the_strips_cannot_be_read():
+    ev = OverlapEvaluator()
+    sources = [KnowledgeSource("https://a.example", "A", "The genome is 31 kb long. It is large. " * 4)]
+    seen = []
+    kept = refine("How long is the genome?", sources, ev, threshold=-1, unread=lambda texts: seen.append(texts) or True)
+    assert kept == [] and ev.calls == [] and seen == [decompose(sources[0].text)]
+    kept = refine("How long is the genome?", sources, ev, threshold=-1, unread=lambda texts: False)
+    assert kept == refine("How long is the genome?", sources, ev, threshold=-1) and ev.calls

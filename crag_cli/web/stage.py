@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from ..errors import CragError
 from ..evaluator import Evaluator
@@ -104,7 +105,10 @@ class WebSearch:
                 self.cache.put(self._page_key(page.url), {k: v for k, v in page.__dict__.items() if k != "cached"})
         return [pages[u] for u in urls]
 
-    def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge:
+    def run(
+        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
+    ) -> ExternalKnowledge:
+        """The web's knowledge for ``question``; ``unread`` as :func:`crag_cli.refine.refine` takes it."""
         ext = ExternalKnowledge(backend=self.backend.name)
         start = time.perf_counter()
         notes: list[str] = []
@@ -148,6 +152,7 @@ class WebSearch:
             self.ranking,
             self.strips_scored,
             lexical_rank=self.ranking == "fused",  # BM25 ranks only where the ranking reads them
+            unread=unread,
         )
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
         ext.error = "; ".join(notes) or None

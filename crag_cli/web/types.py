@@ -8,7 +8,7 @@ failures are recorded in it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..generator import Generator
 from ..refine import Strip
@@ -61,8 +61,14 @@ class SearchBackend(Protocol):
 
 
 class WebCorrector(Protocol):
-    """The whole external-knowledge stage; ``generator`` writes its keyword query (``None``: no model)."""
+    """The whole external-knowledge stage; ``generator`` writes its keyword query (``None``: no model).
+
+    ``unread``, given the texts of the strips about to be scored, says whether none of them can be read: then
+    none is scored and none kept (:func:`crag_cli.refine.refine`).
+    """
 
     generator: Generator | None
 
-    def run(self, question: str, timings: dict[str, float]) -> ExternalKnowledge: ...
+    def run(
+        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
+    ) -> ExternalKnowledge: ...
