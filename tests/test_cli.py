@@ -207,7 +207,8 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
         + "\n"
     )
     out = tmp_path / "out.jsonl"
-    r = invoke("batch", qs, "-o", out, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    args = ("--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--filter-threshold", "-1")
+    r = invoke("batch", qs, "-o", out, *args)
     assert r.exit_code == 1  # some lines were errors, all were written
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [x["id"] for x in recs] == ["q1", None, "line-3", "q4"]
@@ -315,7 +316,9 @@ def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
 
 
 def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatch):
-    (tmp_path / "crag.toml").write_text(f'index = "{built_index}"\nupper = -1.0\nlower = -1.0\n')
+    (tmp_path / "crag.toml").write_text(
+        f'index = "{built_index}"\nupper = -1.0\nlower = -1.0\nfilter_threshold = -1.0\n'
+    )
     r = invoke("evaluate", "capital of Germany?", "--json")
     assert json.loads(r.stdout)["action"] == "correct"
     monkeypatch.setenv("CRAG_UPPER", "1.0")

@@ -335,7 +335,7 @@ def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_erro
         + "\n"
     )
     out = tmp_path / "out.jsonl"
-    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2"]
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--filter-threshold", "-1"]
     assert invoke("batch", qs, "-o", out, *common).exit_code == 0
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert {(r["mode"], r["model"], r["evaluator"]) for r in recs} == {("crag", str(tiny_gguf), "minilm")}
