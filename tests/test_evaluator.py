@@ -61,7 +61,7 @@ def test_minilm_prefers_the_relevant_passage_and_batches():
 
 
 def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5):
-    """``--evaluator-precision int8`` (the default) scores about as float does (a few hundredths), every evaluator kind."""
+    """``--evaluator-precision int8`` scores about as float does (a few hundredths), every evaluator kind."""
     from crag_cli.evaluator import CrossEncoderEvaluator, EMBEDDED_EVALUATOR
 
     q = "What is the capital of France?"
@@ -90,7 +90,7 @@ def test_evaluator_precision_is_a_setting_and_a_bad_one_is_refused():
     from crag_cli.evaluator.base import with_precision
     from crag_cli.settings import Settings
 
-    assert build.evaluator(Settings()).precision == "int8"
-    assert build.evaluator(Settings(evaluator_precision="float", evaluator="minilm-cosine")).precision == "float"
+    assert build.evaluator(Settings()).precision == "float"
+    assert build.evaluator(Settings(evaluator_precision="int8", evaluator="minilm-cosine")).precision == "int8"
     with pytest.raises(EvaluatorError, match="unknown evaluator precision 'half'"):
         with_precision(object(), "half")
