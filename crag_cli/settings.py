@@ -115,7 +115,7 @@ class Settings(BaseModel):
         "evaluator",
         answers=True,
         why="int8 quantizes the evaluator's linear layers (PyTorch dynamic quantization, per channel), one pair a "
-        "pass: about 0.5 s less a COVID-QA question on 2 cores, PopQA's held-out accuracy 1 question higher, "
+        "pass: about 0.4 s less a COVID-QA question on 2 cores, PopQA's held-out accuracy 1 question higher, "
         "COVID-QA's token F1 1.1 lower (docs/how-it-works.md). float: the scores as trained and calibrated.",
     )
     preset: Optional[Literal[tuple(PRESETS)]] = setting(  # type: ignore[valid-type]
