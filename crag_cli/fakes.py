@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 from .corpus import Passage
 from .generator import Generation, Generator
 from .index import Hit
-from .refine import Strip
+from .refine import Strip, Unread
 from .web import ExternalKnowledge
 
 
@@ -85,9 +85,7 @@ class FakeWeb:
     queries: list[str] = field(default_factory=list)
     generator: Generator | None = None  # no query rewriter
 
-    def run(
-        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
-    ) -> ExternalKnowledge:
+    def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge:
         self.queries.append(question)
         if unread is not None and unread(list(self.texts)):
             return ExternalKnowledge(backend="fake", query=question)

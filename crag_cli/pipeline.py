@@ -29,6 +29,7 @@ from .prompts import (
 from .refine import (
     KnowledgeSource,
     Strip,
+    Unread,
     refine,
     strip_pieces,
 )
@@ -248,7 +249,7 @@ class Pipeline:
             result.external_knowledge.strips = self._weighed(result.question, result.external_knowledge.strips)
         return result
 
-    def _web_unread(self, result: Result) -> Callable[[list[str]], bool]:
+    def _web_unread(self, result: Result) -> Unread:
         """Whether the reading leaves the web's strips (texts) unread whatever they score; then none is scored."""
         weigh, read = self.retriever.text_support, self.reading.web_unread
         return lambda texts: (x := weigh(result.question, texts)) is not None and read(result.internal_knowledge, x)
@@ -358,7 +359,7 @@ class Pipeline:
         """
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
 
-    def _external(self, result: Result, unread: Callable[[list[str]], bool] | None = None) -> ExternalKnowledge:
+    def _external(self, result: Result, unread: Unread | None = None) -> ExternalKnowledge:
         if self.web is None:
             return ExternalKnowledge.disabled()
         return self.web.run(result.question, result.timings, unread)

@@ -31,6 +31,9 @@ from .match import fold
 
 STRIP_MODES = ("excerption", "fixed_num", "selection")
 RANKINGS = ("fused", "evaluator")
+
+# given the texts of the strips about to be scored: True when none of them can be read, whatever its score
+Unread = Callable[[list[str]], bool]
 RRF_CONSTANT = 60  # Cormack, Clarke and Buettcher (SIGIR 2009): reciprocal rank fusion's k, not tuned here
 
 
@@ -283,7 +286,7 @@ def refine(
     ranking: str = "evaluator",
     max_scored: int | None = None,
     lexical_rank: bool = False,
-    unread: Callable[[list[str]], bool] | None = None,
+    unread: Unread | None = None,
 ) -> list[Strip]:
     """Decompose ``sources``, score their strips against ``question`` in one batched call, and select.
 

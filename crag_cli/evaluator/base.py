@@ -45,7 +45,7 @@ def _quiet_transformers() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
 
 
-PRECISIONS = ("int8", "float")  # an evaluator's arithmetic (setting evaluator_precision)
+PRECISIONS = ("float", "int8")  # an evaluator's arithmetic (setting evaluator_precision)
 
 
 def with_precision(model, precision: str):
@@ -61,7 +61,7 @@ def with_precision(model, precision: str):
     ----------
     model : torch.nn.Module
         A loaded encoder, in eval mode.
-    precision : {"int8", "float"}
+    precision : {"float", "int8"}
 
     Returns
     -------

@@ -14,7 +14,7 @@ def build_evaluator(
 ) -> Evaluator:
     """Build an evaluator from its name (see :func:`parse_spec`), computing at ``evaluator_precision``."""
     kind, path = parse_spec(spec)
-    precision = evaluator_precision
+    precision = evaluator_precision  # the setting's name; each evaluator's parameter
     if kind == "trained":
         return CrossEncoderEvaluator(path, batch_size=batch_size, max_length=max_length, name=spec, precision=precision)
     if kind == "minilm-cosine":

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 from ..errors import CragError
 from ..evaluator import Evaluator
 from ..generator import Generator
-from ..refine import KnowledgeSource, refine
+from ..refine import KnowledgeSource, Unread, refine
 from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
@@ -105,9 +104,7 @@ class WebSearch:
                 self.cache.put(self._page_key(page.url), {k: v for k, v in page.__dict__.items() if k != "cached"})
         return [pages[u] for u in urls]
 
-    def run(
-        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
-    ) -> ExternalKnowledge:
+    def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge:
         """The web's knowledge for ``question``; ``unread`` as :func:`crag_cli.refine.refine` takes it."""
         ext = ExternalKnowledge(backend=self.backend.name)
         start = time.perf_counter()

@@ -8,10 +8,10 @@ failures are recorded in it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..generator import Generator
-from ..refine import Strip
+from ..refine import Strip, Unread
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,4 @@ class WebCorrector(Protocol):
 
     generator: Generator | None
 
-    def run(
-        self, question: str, timings: dict[str, float], unread: Callable[[list[str]], bool] | None = None
-    ) -> ExternalKnowledge: ...
+    def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge: ...
