@@ -1,7 +1,7 @@
 """crag against plain RAG (k = 3 unless --k), timed side by side: the same questions, the two modes taking turns.
 
     python benchmarks/timing_pair.py --data ../shared/bench/popqa [--questions FILE] --sample 200 [--model NAME]
-                                     [--evaluator SPEC] [--k K] [--task TASK] --out OUTDIR
+                                     [--evaluator SPEC] [--k K] [--task TASK] [--crag SETTING=VALUE ...] --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
@@ -14,7 +14,8 @@ group. Whatever slows the machine slows both. It writes each mode's records
 seconds per question per mode and stage, the ratio crag / rag, and the ratio's
 spread over the groups (bootstrap 95% interval). Questions are the same spread
 sample as ``benchmarks/popqa.py --sample N``; ``--task`` is both modes' task
-(crag's default otherwise).
+(crag's default otherwise); ``--crag read_share=0.6`` sets a setting of crag's
+mode alone (repeatable; the value is read as JSON, else as text).
 """
 
 from __future__ import annotations
@@ -64,10 +65,20 @@ def main() -> None:
     )
     parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
     parser.add_argument("--task", choices=TASK_CHOICES, default=None, help="both modes' task (default: crag's default)")
+    parser.add_argument("--crag", action="append", default=[], metavar="SETTING=VALUE", help="a setting of crag's mode")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     rag = f"rag-k{args.k}"
-    modes = {"crag": {"mode": "crag"}, rag: {"mode": "rag", "top_k": args.k}}
+    crag_settings = {}
+    for item in args.crag:
+        name, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--crag {item!r}: write SETTING=VALUE")
+        try:
+            crag_settings[name] = json.loads(value)
+        except json.JSONDecodeError:
+            crag_settings[name] = value
+    modes = {"crag": {"mode": "crag"} | crag_settings, rag: {"mode": "rag", "top_k": args.k}}
 
     import crag_cli
     from crag_cli.batch import GROUP_LINES
@@ -127,6 +138,7 @@ def main() -> None:
         "model": opened["crag"].settings.model,
         "task": opened["crag"].settings.task,
         "group": GROUP_LINES,
+        "crag_settings": crag_settings,
         "wall_seconds": round(wall, 1),
         "modes": {},
     }

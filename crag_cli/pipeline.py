@@ -98,10 +98,8 @@ class Pipeline:
         Setting ``strips_correct``; default: ``strips``.
     refine : bool
         Setting ``refine``; ``False``: each kept passage is one strip, whole (web pages are always refined).
-    knowledge_words : int, optional
-        Setting ``knowledge_words``; ``None``: no bound.
-    read_words, close_support
-        Settings ``read_words`` and ``close_support``: what an Ambiguous question reads (:class:`ActionReading`).
+    knowledge_words, read_words, read_share, close_support
+        Settings: how much of each source is read (:class:`ActionReading`); ``knowledge_words`` ``None``: no bound.
     ranking : {"fused", "evaluator"}
         Setting ``ranking`` (:func:`crag_cli.refine.strongest_first`); ``evaluator``: the paper's.
     task : str
@@ -131,6 +129,7 @@ class Pipeline:
         ranking: str = "evaluator",
         knowledge_words: int | None = None,
         read_words: int = 450,
+        read_share: float = 0.0,
         close_support: float = 0.1,
         task: str = AUTO,
         max_tokens: int | None = None,
@@ -153,7 +152,7 @@ class Pipeline:
         self.refine_knowledge = refine  # (the name ``refine`` is the module's function)
         self.ranking = ranking
         self.knowledge_words = knowledge_words
-        self.read_words, self.close_support = read_words, close_support
+        self.read_words, self.read_share, self.close_support = read_words, read_share, close_support
         self.task = task
         self.max_tokens = max_tokens
         self.model_knowledge = model_knowledge
@@ -324,6 +323,7 @@ class Pipeline:
             strips_correct=self.strips_correct,
             knowledge_words=self.knowledge_words,
             read_words=self.read_words,
+            read_share=self.read_share,
             close_support=self.close_support,
             upper=self.thresholds.upper,
             refined=self.refine_knowledge,

@@ -69,12 +69,14 @@ class ActionReading:
     (at least one strip). Ambiguous (the evaluator unsure; the paper reads
     both sources) compares what each source holds of the question: the
     source whose best strip holds the larger share of the question's term
-    weight (:attr:`crag_cli.refine.Strip.support`) leads. The passages are
-    read within ``read_words`` words; the web's strips, when they lead alone,
-    as Incorrect reads them. Only when the two shares are within
-    ``close_support`` of each other is the other source's best strip read
-    too, last, within ``read_words``. When the retriever cannot weigh a
-    strip, the passages lead if one has lexical support or scores at least
+    weight (:attr:`crag_cli.refine.Strip.support`) leads. Of the passages,
+    the first and those holding at least ``read_share`` of the best one's
+    share are read (:meth:`strong`; 0: all), within ``read_words`` words:
+    little when one passage holds the question, more when several do. The
+    web's strips, when they lead alone, are read as Incorrect reads them.
+    Only when the two shares are within ``close_support`` of each other is
+    the other source's best strip read too, last, within ``read_words``.
+    When the retriever cannot weigh a strip, the passages lead if one has lexical support or scores at least
     ``upper``, else the web's strips, and the other's best strip follows. A
     strip repeating an earlier one's text is left out
     (:func:`crag_cli.refine.distinct`). Passages kept whole keep their
@@ -86,6 +88,7 @@ class ActionReading:
     strips_correct: int = 5
     knowledge_words: int | None = None
     read_words: int = 450
+    read_share: float = 0.0
     close_support: float = 0.1
     upper: float = 1.0
     refined: bool = False
@@ -104,7 +107,7 @@ class ActionReading:
             return Reading(self.alone(only, evidence.action), "the kept passages" if correct else "the web's strips")
         internal, external = distinct(internal), distinct(external)
         passages_lead, close = self.compare(evidence, internal, external)
-        lead, other = (internal, external) if passages_lead else (external, internal)
+        lead, other = (self.strong(internal), external) if passages_lead else (external, internal)
         names = ("the passages", "the web's strips") if passages_lead else ("the web's strips", "the passages")
         if not (close and other):
             chosen = within_words(lead, self.read_words) if passages_lead else self.alone(external, Action.INCORRECT)
@@ -112,6 +115,24 @@ class ActionReading:
         best = other[0]
         chosen = distinct(within_words(lead, self.read_words - len(best.text.split())) + [best])
         return Reading(chosen, f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
+
+    def strong(self, passages: list[Strip]) -> list[Strip]:
+        """The first passage and those whose support is at least ``read_share`` of the best one's, in order.
+
+        All of them when a support is unknown.
+
+        Examples
+        --------
+        >>> p = [Strip(t, "x", "", (0, i), 0.0, support=s) for i, (t, s) in enumerate([("a", 0.3), ("b", 0.8), ("c", 0.5)])]
+        >>> [s.text for s in ActionReading(read_share=0.6).strong(p)], len(ActionReading().strong(p))
+        (['a', 'b', 'c'], 3)
+        >>> [s.text for s in ActionReading(read_share=0.7).strong(p)]
+        ['a', 'b']
+        """
+        if not passages or any(s.support is None for s in passages):
+            return passages
+        best = max(s.support for s in passages)
+        return [s for i, s in enumerate(passages) if i == 0 or s.support >= self.read_share * best]
 
     def alone(self, strips: list[Strip], action: Action | None) -> list[Strip]:
         """One source read alone as ``action`` reads it: its first :meth:`top` strips within ``knowledge_words``."""

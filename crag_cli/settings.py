@@ -222,6 +222,18 @@ class Settings(BaseModel):
         ge=10,
         le=100000,
     )
+    read_share: float = setting(
+        0.0,
+        "Ambiguous reads passages after the first with this share of the best's support.",
+        "refine",
+        answers=True,
+        why="A passage's support is the share of the question's term weight it holds; after the first (retrieval "
+        "order), a passage is read only when its support is at least this fraction of the best passage's, so "
+        "a question one passage holds reads little and one that several hold reads more (within --read-words). "
+        "0: every kept passage.",
+        ge=0,
+        le=1,
+    )
     close_support: float = setting(
         0.1,
         "Ambiguous reads both sources when their best supports are this close.",

@@ -283,6 +283,27 @@ def test_read_words_bounds_what_an_ambiguous_question_reads_but_keeps_one_strip(
         assert len(reference(gen)) == expected == len(result.internal_knowledge), budget
 
 
+def test_read_share_reads_the_first_passage_and_those_holding_the_question_nearly_as_well_as_the_best():
+    """--read-share: after the first (retrieval order), a passage is read only when its share of the question's
+    words is at least that fraction of the best passage's; 0 reads every kept one (within --read-words)."""
+    passages = [
+        "Ole Krarup was a Danish politician.",  # 2 of the question's 6 words: first, always read
+        "Law is a subject.",  # 1 of 6: under half the best's
+        "Ole Krarup did study law in Copenhagen.",  # 5 of 6: the best
+        "Law again.",  # 1 of 6: under half the best's
+        "Krarup did study at a university.",  # 3 of 6: 0.6 of the best's
+    ]
+    for share, expected in ((0.0, [0, 1, 2, 3, 4]), (0.55, [0, 2, 4]), (0.7, [0, 2]), (1.0, [0, 2])):
+        gen = FakeGenerator("Copenhagen")
+        pipe = Pipeline(
+            FakeRetriever(passages, support=1.0), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_share=share
+        )
+        result = pipe.run("Where did Ole Krarup study law?")
+        assert result.action is Action.AMBIGUOUS
+        assert [k.source for k in result.internal_knowledge] == [f"p{i}" for i in expected], share
+        assert len(reference(gen)) == len(expected)
+
+
 def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
     """A passage is one strip; Correct keeps the passages over lower, Ambiguous every one over the filter."""
     passages = [
