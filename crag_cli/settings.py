@@ -227,8 +227,8 @@ class Settings(BaseModel):
         "Ambiguous reads passages after the first with this share of the best's support.",
         "refine",
         answers=True,
-        why="A passage's support is the share of the question's term weight it holds; after the first (retrieval "
-        "order), a passage is read only when its support is at least this fraction of the best passage's, so "
+        why="A passage's support is the share of the question's term weight it holds; after the first in reading "
+        "order (retrieval order for whole passages), a passage is read only when its support is at least this fraction of the best passage's, so "
         "a question one passage holds reads little and one that several hold reads more (within --read-words). "
         "0: every kept passage.",
         ge=0,

@@ -20,6 +20,8 @@ import pytest
         "crag_cli.bm25",
         "crag_cli.fakes",
         "crag_cli.train.data",
+        "crag_cli.reading",
+        "crag_cli.batch.identity",
     ],
 )
 def test_docstring_examples(module):

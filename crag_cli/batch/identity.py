@@ -95,11 +95,27 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
     return identity
 
 
+# Settings added after batches were first written, with the value that behaves as a run made before them did:
+# such a run's records resume under that value (and only under it).
+ADDED_SETTINGS = {"evaluator_precision": "float", "read_share": 0.0}
+
+
 def identity_mismatch(old: dict, new: dict) -> str | None:
-    """The first setting that differs between two runs, as ``name (then X, now Y)``, or ``None``."""
+    """The first setting that differs between two runs, as ``name (then X, now Y)``, or ``None``.
+
+    A setting the older run does not name (:data:`ADDED_SETTINGS`) is taken at the value it behaved as.
+
+    Examples
+    --------
+    >>> identity_mismatch({"mode": "crag"}, {"mode": "crag", "read_share": 0.0}) is None
+    True
+    >>> identity_mismatch({"mode": "crag"}, {"mode": "crag", "read_share": 0.6})
+    'read_share (the records were made with 0.0, this run has 0.6)'
+    """
     for key in new:
         if key == "crag_version":
             continue
-        if old.get(key) != new[key]:
-            return f"{key} (the records were made with {old.get(key)!r}, this run has {new[key]!r})"
+        then = old[key] if key in old else ADDED_SETTINGS.get(key)
+        if then != new[key]:
+            return f"{key} (the records were made with {then!r}, this run has {new[key]!r})"
     return None
