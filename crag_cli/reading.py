@@ -76,12 +76,12 @@ class ActionReading:
     web's strips, when they lead alone, are read as Incorrect reads them.
     Only when the two shares are within ``close_support`` of each other is
     the other source's best strip read too, last, within ``read_words``.
-    When the retriever cannot weigh a strip, the passages lead if one has lexical support or scores at least
-    ``upper``, else the web's strips, and the other's best strip follows. A
-    strip repeating an earlier one's text is left out
-    (:func:`crag_cli.refine.distinct`). Passages kept whole keep their
-    retrieval order; refined strips (``refined``) and the web's are ranked by
-    ``ranking`` (:func:`crag_cli.refine.strongest_first`).
+    When the retriever cannot weigh a strip, the passages lead if one has
+    lexical support or scores at least ``upper``, else the web's strips, and
+    the other's best strip follows. A strip repeating an earlier one's text
+    is left out (:func:`crag_cli.refine.distinct`). Passages kept whole keep
+    their retrieval order; refined strips (``refined``) and the web's are
+    ranked by ``ranking`` (:func:`crag_cli.refine.strongest_first`).
     """
 
     strips: int = 5
