@@ -83,6 +83,23 @@ def test_url_guard():
     assert check_url("http://127.0.0.1:9/x", False, trusted_hosts=("127.0.0.1",)) is None
 
 
+def test_searches_and_fetches_share_one_tls_context(web, monkeypatch):
+    import httpx
+
+    from crag_cli.web import fetch
+
+    made = []
+    real = httpx.create_ssl_context
+    monkeypatch.setattr(httpx, "create_ssl_context", lambda *a, **k: made.append(1) or real(*a, **k))
+    fetch.tls_context.cache_clear()
+    backend, fetcher = SearxngBackend(web.url), Fetcher(trusted_hosts=("127.0.0.1",))
+    for _ in range(3):  # three questions: a search and its pages each
+        urls = [r.url for r in backend.search("zorblat", 2)]
+        assert fetcher.fetch_all(urls)[0].status == 200
+    assert len(made) == 1  # the CA bundle is read once, not twice a question
+    fetch.tls_context.cache_clear()
+
+
 def test_fetcher_limits(web):
     fetcher = Fetcher(timeout=10.0, max_bytes=100_000, allow_private=False, trusted_hosts=("127.0.0.1",))
     urls = [

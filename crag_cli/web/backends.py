@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from .. import jsonl
 from ..errors import CragError
-from .fetch import USER_AGENT, check_url, whole_limit
+from .fetch import USER_AGENT, check_url, tls_context, whole_limit
 from .types import SearchResult
 
 DDGS_ENGINE = "duckduckgo"
@@ -56,7 +56,9 @@ class SearxngBackend:
 
         try:
             async with httpx.AsyncClient(
-                timeout=self.timeout, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
+                timeout=self.timeout,
+                verify=tls_context(),
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             ) as client:
                 async with client.stream("GET", endpoint, params={"q": query, "format": "json"}) as resp:
                     body = bytearray()

@@ -4,6 +4,7 @@ an HTML/plain-text allow-list; and the main text of a fetched page."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 from dataclasses import dataclass
@@ -18,6 +19,18 @@ from ..version import __version__
 USER_AGENT = f"crag-cli/{__version__} (corrective question answering; https://pypi.org/project/crag-cli/)"
 ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 MAX_REDIRECTS = 3
+
+
+@functools.lru_cache(maxsize=1)
+def tls_context():
+    """The TLS settings of every search and fetch in this process (httpx's defaults), made once.
+
+    httpx reads the CA bundle for each new client, about 20 ms; crag opens two
+    clients a question (the search and the pages), so a batch made each its own.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def whole_limit(timeout: float) -> float:
@@ -124,6 +137,7 @@ class Fetcher:
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 5.0))
         async with httpx.AsyncClient(
             timeout=timeout,
+            verify=tls_context(),
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES)},
         ) as client:
