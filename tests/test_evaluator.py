@@ -58,6 +58,15 @@ def test_minilm_prefers_the_relevant_passage_and_batches():
     assert all(-1 <= s <= 1 for s in scores)
     assert ev.forward_passes == 2  # 5 unique texts, batches of 4
     assert ev.score([(q, texts[0])])[0] == pytest.approx(scores[0], abs=1e-5)
+    assert ev.forward_passes == 2  # both texts embedded before: remembered, not embedded again
+    alone = MiniLMEvaluator(batch_size=4).embed([texts[3]])[0]
+    ev.REMEMBERED = 5
+    assert ev.embed(["Rome is in Italy.", texts[3]])[1] == pytest.approx(alone, abs=1e-5)
+    assert ev.forward_passes == 3  # one new text; the least lately used (texts[1]) is forgotten
+    ev.embed([q, texts[0]])
+    assert ev.forward_passes == 3
+    ev.embed([texts[1]])
+    assert ev.forward_passes == 4
 
 
 def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5):
