@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
@@ -50,6 +51,7 @@ class MiniLMEvaluator:
         self._tokenizer = None
         self.forward_passes = 0
         self._remembered: OrderedDict[str, object] = OrderedDict()  # text -> its embedding, oldest first
+        self._remembering = threading.Lock()  # a library user may embed from several threads
 
     REMEMBERED = 4096  # texts whose embeddings are kept (1.5 kB each for MiniLM)
 
@@ -86,14 +88,16 @@ class MiniLMEvaluator:
         self.load()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        found = {t: self._remembered[t] for t in texts if t in self._remembered}
+        with self._remembering:
+            found = {t: self._remembered[t] for t in texts if t in self._remembered}
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         found.update(zip(missing, self._compute(missing)))
-        for t in dict.fromkeys(texts):
-            self._remembered[t] = found[t]
-            self._remembered.move_to_end(t)
-        while len(self._remembered) > self.REMEMBERED:
-            self._remembered.popitem(last=False)
+        with self._remembering:
+            for t in dict.fromkeys(texts):
+                self._remembered[t] = found[t]
+                self._remembered.move_to_end(t)
+            while len(self._remembered) > self.REMEMBERED:
+                self._remembered.popitem(last=False)
         return np.stack([found[t] for t in texts])
 
     def _compute(self, texts: list[str]) -> list:
