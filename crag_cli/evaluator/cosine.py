@@ -88,12 +88,13 @@ class MiniLMEvaluator:
         self.load()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
         with self._remembering:
-            found = {t: self._remembered[t] for t in texts if t in self._remembered}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
+            found = {t: self._remembered[t] for t in unique if t in self._remembered}
+        missing = [t for t in unique if t not in found]
         found.update(zip(missing, self._compute(missing)))
         with self._remembering:
-            for t in dict.fromkeys(texts):
+            for t in unique:
                 self._remembered[t] = found[t]
                 self._remembered.move_to_end(t)
             while len(self._remembered) > self.REMEMBERED:
