@@ -1,17 +1,14 @@
 """CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
-question is asked once more); :func:`not_found` is what a user reads instead
+question is asked once more, one the knowledge does not hold is given its sentence); :func:`not_found` is what a user reads instead
 when nothing was read.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Callable
-
 from .generator import Generation, Generator
-from .match import is_grounded, new_words, restates
+from .match import is_grounded, quote, restates
 from .prompts import TASKS, KnowledgeItem, clean_answer, fit_knowledge
 from .result import Result, Timer
 
@@ -27,32 +24,6 @@ def not_found(result: Result, web: bool) -> str:
     if ext.error:
         return f"Not found in the indexed documents; the web search failed ({ext.error})."
     return "Not found in the indexed documents or on the web."
-
-
-class _HeldBack:
-    """Streams an answer that may be asked again (:attr:`crag_cli.prompts.Task.retry`) only once it cannot
-    be a restatement: a finished word of its first line is a content word the question lacks. Until then
-    the pieces are held; :meth:`release` streams what is held when the answer stands."""
-
-    def __init__(self, on_token: Callable[[str], None], question: str) -> None:
-        self.on_token, self.question = on_token, question
-        self.held: list[str] = []
-        self.open = False
-
-    def __call__(self, piece: str) -> None:
-        if self.open:
-            self.on_token(piece)
-            return
-        self.held.append(piece)
-        text = "".join(self.held)
-        first = (text.strip().splitlines() or [""])[0]
-        if new_words(re.sub(r"\w+$", "", first), self.question):  # its finished words only
-            self.release()
-
-    def release(self) -> None:
-        if self.held:
-            self.on_token("".join(self.held))
-        self.held, self.open = [], True
 
 
 class GenerationStep:
@@ -84,30 +55,32 @@ class GenerationStep:
 
     def generate(self, items: list[KnowledgeItem], on_token) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
-        (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``.
+        (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``; a ``docqa``
+        answer the knowledge does not hold as it stands becomes the knowledge's sentence it was drawn from
+        (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in ``result.unquoted``.
 
-        The second answer is not streamed piece by piece: once it stands it goes to ``on_token`` whole, so
-        what streamed is the answer given. ``prompt_tokens`` counts both prompts.
+        An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
+        ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
         result = self.result
         task = result.prompt_task or result.task
         with Timer(result.timings, "generate"):
             try:
-                retry = TASKS[task].retry if items else None
-                held = _HeldBack(on_token, result.question) if retry and on_token is not None else None
-                result.answer, kept, gen = self._ask(result.question, items, task, on_token if held is None else held)
+                whole = bool(items) and (TASKS[task].retry is not None or TASKS[task].quote)
+                result.answer, kept, gen = self._ask(result.question, items, task, None if whole else on_token)
                 result.prompt_tokens = gen.prompt_tokens
                 result.knowledge_used = kept
-                retry = retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
+                retry = TASKS[task].retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = self._ask_again(items, retry) if retry and restates(result.answer, result.question) else None
                 if again is not None:
                     result.restated, (result.answer, kept, tokens) = result.answer, again
                     result.knowledge_used = kept
                     result.prompt_tokens += tokens
-                    if on_token is not None:
-                        on_token(result.answer)
-                elif held is not None:
-                    held.release()
+                quoted = quote(result.answer, [k.text for k in kept]) if TASKS[task].quote and kept else None
+                if quoted is not None:
+                    result.unquoted, result.answer = result.answer, quoted
+                if whole and on_token is not None:
+                    on_token(result.answer)
                 if TASKS[task].grounded and result.mode != "no-retrieval":
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
                 return gen

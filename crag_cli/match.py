@@ -135,6 +135,66 @@ def is_grounded(answer: str, texts: Sequence[str]) -> bool:
     return False
 
 
+def quote(answer: str, texts: Sequence[str], min_f1: float = 0.5, min_shared: int = 3) -> str | None:
+    """The sentence of ``texts`` that an answer not found in them was drawn from, or ``None``.
+
+    An answer that occurs in one of ``texts`` as a phrase (:func:`contains_phrase`,
+    after :func:`normalise_answer`) is a quote already: ``None``. Otherwise every
+    run of words of every sentence (:func:`crag_cli.corpus.split_sentences`) is
+    compared with the answer by SQuAD token F1 (:func:`squad_tokens`); the
+    sentence holding the best run is returned when that F1 reaches ``min_f1``
+    and the run shares at least ``min_shared`` tokens with the answer (the
+    first such sentence on a tie): a short phrase stays as it is. A reader that shortens or rewords its
+    reference's sentence ("Children are more susceptible" for "Children are two
+    to three times more susceptible to ...") is thus given back the sentence.
+
+    Parameters
+    ----------
+    answer : str
+        The reader's answer.
+    texts : sequence of str
+        The knowledge it was given.
+    min_f1 : float
+        The least token F1 between the answer and a run of the sentence's words.
+    min_shared : int
+        The fewest tokens that run and the answer share.
+
+    Examples
+    --------
+    >>> quote("Children get infected more often.", ["Adults rarely do. Children are infected two times more often."])
+    'Children are infected two times more often.'
+    >>> quote("two times", ["Children are infected two times more often."]) is None  # a quote already
+    True
+    """
+    from collections import Counter
+
+    from .corpus import split_sentences
+
+    if not answer.strip() or any(contains_phrase(t, normalise_answer(answer)) for t in texts):
+        return None
+    wanted = Counter(squad_tokens(answer))
+    size = sum(wanted.values())
+    if not size:
+        return None
+    best, found = min_f1, None
+    for text in texts:
+        for sentence in split_sentences(text):
+            words = [squad_tokens(w) for w in sentence.split()]
+            for i in range(len(words)):
+                run: Counter = Counter()
+                common = length = 0  # tokens of the run shared with the answer (as multisets), and in it
+                for j in range(i, min(len(words), i + 2 * size + 5)):  # a run at most about twice the answer
+                    for token in words[j]:
+                        run[token] += 1
+                        common += run[token] <= wanted[token]
+                    length += len(words[j])
+                    if common >= min_shared:
+                        f1 = 2 * common / (length + size)
+                        if f1 > best or (found is None and f1 >= best):
+                            best, found = f1, sentence
+    return found
+
+
 _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
 

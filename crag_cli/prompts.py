@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 # 4: no verdicts and no note: crag's knowledge is shown as plain RAG's is (passages keep retrieval order).
 # 5: the docqa task: a question that does not ask for a name, a place... is answered with the reference's sentence.
 # 6: a docqa answer that only restates the question is asked again for the reference's sentence (docqa's ``Task.retry``).
-PROMPT_VERSION = 6
+# 7: a title is shown once for consecutive knowledge items of one document.
+PROMPT_VERSION = 7
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
@@ -33,7 +34,9 @@ class Task:
     ``short_answer``: the answer is the first non-empty line (:func:`clean_answer`). ``grounded``: the answer
     is a phrase the knowledge can contain, so the record says whether it does. ``retry``: the task asked once
     more, over the same knowledge, when the answer only restates the question (:func:`crag_cli.match.restates`),
-    or ``None``. ``selectable``: a task a user may ask for (``--task``); ``sentence`` is only a retry.
+    or ``None``. ``quote``: an answer the knowledge does not hold as it stands becomes the knowledge's sentence
+    it was drawn from (:func:`crag_cli.match.quote`). ``selectable``: a task a user may ask for (``--task``);
+    ``sentence`` is only a retry.
     """
 
     name: str
@@ -42,6 +45,7 @@ class Task:
     short_answer: bool = False
     grounded: bool = False
     retry: str | None = None
+    quote: bool = False
     selectable: bool = True
 
 
@@ -66,6 +70,7 @@ TASKS: dict[str, Task] = {
             # "a short phrase when the question asks for one" is sometimes read as the thing asked about ("pass"
             # for "What does the pass statement do?"): asked once more for the reference's sentence
             retry="sentence",
+            quote=True,
         ),
         Task(
             "sentence",  # not a task a user asks for: docqa's second ask
@@ -127,10 +132,20 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     issue 31 the prompt showed them and said the items went from most to least
     relevant; ``benchmarks/results/HISTORY.md`` has the two-domain figures of the change).
     Titles and texts go through :func:`neutralise`: a document or web page cannot end the reference block.
+    A title is shown once for consecutive items of one document or page (their titles alike): the reader
+    reads the next item as the same document's, and a long title is not read again (an article's title is
+    about 25 tokens; docs/how-it-works.md).
+
+    >>> print(render_knowledge([KnowledgeItem("a", "d#1", "T"), KnowledgeItem("b", "d#2", "T"), KnowledgeItem("c", "e", "U")]))
+    [1] (T) a
+    [2] b
+    [3] (U) c
     """
     lines = []
+    previous = ""
     for i, item in enumerate(items, 1):
-        title = f"({neutralise(item.title)}) " if item.title else ""
+        title = f"({neutralise(item.title)}) " if item.title and item.title != previous else ""
+        previous = item.title
         lines.append(f"[{i}] {title}{neutralise(item.text)}")
     return "\n".join(lines)
 

@@ -26,6 +26,21 @@ def test_prompt_marks_knowledge_as_reference_not_instructions():
     assert "No reference knowledge" in build_messages("Q?", [])[1]["content"]
 
 
+def test_a_title_is_read_once_for_consecutive_items_of_one_document():
+    title = "Functional Genetic Variants in DC-SIGNR Are Associated with Mother-to-Child Transmission of HIV-1"
+    items = [
+        KnowledgeItem("First strip.", "http://w/a", title),
+        KnowledgeItem("Second strip.", "http://w/a", title),
+        KnowledgeItem("Another article.", "covid-1.txt#3", "Other"),
+        KnowledgeItem("Back to the first.", "http://w/a", title),
+        KnowledgeItem("Untitled.", "p9"),
+    ]
+    user = build_messages("Q?", items, task="docqa")[1]["content"]
+    assert user.count(title) == 2  # again after another document's item
+    assert f"[1] ({title}) First strip.\n[2] Second strip.\n[3] (Other) Another article.\n[4] ({title}) " in user
+    assert "\n[5] Untitled.\n" in user
+
+
 def test_fit_knowledge_trims_to_the_budget(tiny_gguf):
     gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
     items = [KnowledgeItem(("fact %d " % i) * 40, f"p{i}") for i in range(20)]

@@ -68,3 +68,48 @@ def test_squad_token_f1_and_recall(prediction, answers, f1, recall):
 
     got = token_scores(prediction, answers)
     assert got == pytest.approx((f1, recall))
+
+
+def _quote_by_brute_force(answer, texts, min_f1=0.5, min_shared=3):
+    """The reference for :func:`crag_cli.match.quote`: every run of words scored by ``token_scores`` itself."""
+    from collections import Counter
+
+    from crag_cli.corpus import split_sentences
+    from crag_cli.match import squad_tokens, token_scores
+
+    if not answer.strip() or any(contains_phrase(t, normalise_answer(answer)) for t in texts):
+        return None
+    size = len(squad_tokens(answer))
+    best, found = min_f1, None
+    for text in texts:
+        for sentence in split_sentences(text):
+            words = sentence.split()
+            for i in range(len(words)):
+                for j in range(i + 1, min(len(words), i + 2 * size + 5) + 1):
+                    run = " ".join(words[i:j])
+                    shared = sum((Counter(squad_tokens(run)) & Counter(squad_tokens(answer))).values())
+                    f1 = token_scores(run, [answer])[0]
+                    if shared >= min_shared and (f1 > best or (found is None and f1 >= best)):
+                        best, found = f1, sentence
+    return found
+
+
+def test_quote_gives_the_sentence_a_reworded_answer_was_drawn_from_as_a_brute_force_search_does():
+    import random
+
+    from crag_cli.match import quote
+
+    rng = random.Random(7)
+    vocabulary = "the virus cells infection children adults two three times more often is a of RSV 34.0% (MTCT)".split()
+    for _ in range(300):
+        texts = [
+            ". ".join(" ".join(rng.choices(vocabulary, k=rng.randint(3, 12))).capitalize() for _ in range(3)) + "."
+            for _ in range(rng.randint(1, 3))
+        ]
+        answer = " ".join(rng.choices(vocabulary, k=rng.randint(1, 8)))
+        assert quote(answer, texts) == _quote_by_brute_force(answer, texts), (answer, texts)
+    sentence = "Children are infected two to three times more often than adults."
+    assert quote("Children get infected more often than adults.", ["Adults rarely are.", sentence]) == sentence
+    assert quote("more often", [sentence]) is None  # a phrase of it already
+    assert quote("Infected more.", [sentence]) is None  # two tokens shared: a short phrase stays
+    assert quote("Children get infected more often.", []) is None and quote("", [sentence]) is None

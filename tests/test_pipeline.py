@@ -3,6 +3,7 @@
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
+from crag_cli.app.ask import answer_notes
 from crag_cli.prompts import TASKS, build_messages
 from crag_cli.records import to_record
 
@@ -125,10 +126,10 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     assert result.grounded is True  # judged on the answer given
     assert result.prompt_tokens == sum(gen.count_tokens(m) for m in gen.messages)  # both prompts read
 
-    result, gen, streamed = run("A null operation, nothing happens.", "never asked")  # an answer of its own
-    assert result.answer == "A null operation, nothing happens." and result.restated is None and len(gen.messages) == 1
-    assert run.pieces == ["A null operation,", " nothing", " happens."]  # held until "null" was finished, then live
-    assert run("Nothing", "never asked")[2] == "Nothing"  # the deciding word last: released when generation ends
+    result, gen, streamed = run("A null operation: when it is executed", "never asked")  # an answer of its own
+    assert result.answer == "A null operation: when it is executed" and result.restated is None
+    assert len(gen.messages) == 1 and run.pieces == [result.answer]  # shown whole, once it stands
+    assert run("Nothing", "never asked")[2] == "Nothing"
     result, gen, streamed = run("pass\nA null operation.", "Nothing happens.")  # the first line is the answer
     assert result.restated == "pass" and streamed == "Nothing happens."  # the restating line never streamed
     result, gen, streamed = run("pass", "")  # a second ask that answers nothing: the first answer stands
@@ -148,6 +149,40 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     # popqa's short phrase may rightly repeat the question's words (a sport in a club's name): never asked again
     result, gen, _ = run("pass", "never asked", task="popqa")
     assert result.answer == "pass" and result.restated is None and len(gen.messages) == 1
+
+
+def test_a_docqa_answer_the_knowledge_does_not_hold_is_given_the_sentence_it_was_drawn_from():
+    """A reader that shortens or rewords its reference's sentence gets the sentence back: the user reads the
+    document's own words (the record keeps the reader's); an answer that is a phrase of it stays as it is."""
+    passages = [
+        "Adults are rarely infected. Children are infected two to three times more often than adults, mostly by RSV.",
+        "Influenza is an acute respiratory disease.",
+    ]
+    question = "How much more often are children infected than adults?"
+
+    def run(reply, task="docqa"):
+        streamed: list[str] = []
+        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, FakeGenerator(reply), task=task)
+        result = pipe.run(question, on_token=streamed.append)
+        return result, streamed
+
+    result, streamed = run("Children get infected more often than adults.")
+    sentence = "Children are infected two to three times more often than adults, mostly by RSV."
+    assert result.answer == sentence and result.unquoted == "Children get infected more often than adults."
+    assert streamed == [sentence] and result.grounded is True  # the stream shows the answer given, whole
+    record = to_record(result)
+    assert record["answer"] == sentence and record["unquoted"] == "Children get infected more often than adults."
+    assert answer_notes(result) == [
+        "note: the reader answered 'Children get infected more often than adults.': "
+        "given as the reference's sentence it was drawn from"
+    ]
+    result, _ = run("two to three times more often")  # the document's own words already: kept as they are
+    assert result.answer == "two to three times more often" and result.unquoted is None
+    result, _ = run("Mostly in winter.")  # nothing like it in the knowledge: the reader's answer stands
+    assert result.answer == "Mostly in winter." and result.unquoted is None and result.grounded is False
+    result, streamed = run("Children get infected more often than adults.", task="popqa")  # a short phrase: never
+    assert result.unquoted is None and result.answer == "Children get infected more often than adults."
+    assert len(streamed) > 1  # and it streams piece by piece
 
 
 def _ambiguous(web_texts, passages=None, **kwargs):
