@@ -1,12 +1,13 @@
 """CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
-question is asked once more, one the knowledge does not hold is given its sentence); :func:`not_found` is what a user reads instead
+question is asked once more; one the knowledge does not hold is given its sentence); :func:`not_found` is what a user reads instead
 when nothing was read.
 """
 
 from __future__ import annotations
 
+from .corpus import split_sentences
 from .generator import Generation, Generator
 from .match import is_grounded, quote, restates
 from .prompts import TASKS, KnowledgeItem, clean_answer, fit_knowledge
@@ -53,11 +54,21 @@ class GenerationStep:
             return None
         return (answer, kept, gen.prompt_tokens) if answer else None
 
+    def _quote(self, kept: list[KnowledgeItem]) -> None:
+        """The answer as :attr:`crag_cli.prompts.Task.quote` gives it: its first sentence (the one asked for; the
+        reader may run on to ``max_tokens``), or the knowledge's sentence that one was drawn from."""
+        answer = self.result.answer
+        first = (split_sentences(answer) or [answer])[0]
+        given = quote(first, [k.text for k in kept]) or first
+        if given != answer:
+            self.result.reader_answer, self.result.answer = answer, given
+
     def generate(self, items: list[KnowledgeItem], on_token) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
         (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``; a ``docqa``
-        answer the knowledge does not hold as it stands becomes the knowledge's sentence it was drawn from
-        (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in ``result.unquoted``.
+        answer is its first sentence, or the knowledge's sentence that one was drawn from when the knowledge
+        does not hold it as it stands (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in
+        ``result.reader_answer``.
 
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
@@ -76,9 +87,8 @@ class GenerationStep:
                     result.restated, (result.answer, kept, tokens) = result.answer, again
                     result.knowledge_used = kept
                     result.prompt_tokens += tokens
-                quoted = quote(result.answer, [k.text for k in kept]) if TASKS[task].quote and kept else None
-                if quoted is not None:
-                    result.unquoted, result.answer = result.answer, quoted
+                if TASKS[task].quote and kept:
+                    self._quote(kept)
                 if whole and on_token is not None:
                     on_token(result.answer)
                 if TASKS[task].grounded and result.mode != "no-retrieval":

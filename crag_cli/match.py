@@ -135,27 +135,32 @@ def is_grounded(answer: str, texts: Sequence[str]) -> bool:
     return False
 
 
-def quote(answer: str, texts: Sequence[str], min_f1: float = 0.5, min_shared: int = 3) -> str | None:
+def quote(
+    answer: str, texts: Sequence[str], min_f1: float = 0.5, max_f1: float = 0.9, min_shared: int = 3
+) -> str | None:
     """The sentence of ``texts`` that an answer not found in them was drawn from, or ``None``.
 
     An answer that occurs in one of ``texts`` as a phrase (:func:`contains_phrase`,
     after :func:`normalise_answer`) is a quote already: ``None``. Otherwise every
     run of words of every sentence (:func:`crag_cli.corpus.split_sentences`) is
     compared with the answer by SQuAD token F1 (:func:`squad_tokens`); the
-    sentence holding the best run is returned when that F1 reaches ``min_f1``
-    and the run shares at least ``min_shared`` tokens with the answer (the
-    first such sentence on a tie): a short phrase stays as it is. A reader that shortens or rewords its
-    reference's sentence ("Children are more susceptible" for "Children are two
-    to three times more susceptible to ...") is thus given back the sentence.
+    sentence holding the best run (the first on a tie) is returned when that F1
+    is at least ``min_f1`` and the run shares at least ``min_shared`` tokens with
+    the answer (a short phrase stays as it is), and below ``max_f1`` (an answer
+    that is the text's words but for a word or two stays too: a sentence as the
+    splitter cuts it may carry a heading or markup before it). A reader that
+    shortens or rewords its reference's sentence ("Children are more
+    susceptible" for "Children are two to three times more susceptible to ...")
+    is thus given back the sentence.
 
     Parameters
     ----------
     answer : str
-        The reader's answer.
+        The reader's answer, one sentence.
     texts : sequence of str
         The knowledge it was given.
-    min_f1 : float
-        The least token F1 between the answer and a run of the sentence's words.
+    min_f1, max_f1 : float
+        The bounds of the token F1 between the answer and a run of the sentence's words.
     min_shared : int
         The fewest tokens that run and the answer share.
 
@@ -174,8 +179,6 @@ def quote(answer: str, texts: Sequence[str], min_f1: float = 0.5, min_shared: in
         return None
     wanted = Counter(squad_tokens(answer))
     size = sum(wanted.values())
-    if not size:
-        return None
     best, found = min_f1, None
     for text in texts:
         for sentence in split_sentences(text):
@@ -192,7 +195,7 @@ def quote(answer: str, texts: Sequence[str], min_f1: float = 0.5, min_shared: in
                         f1 = 2 * common / (length + size)
                         if f1 > best or (found is None and f1 >= best):
                             best, found = f1, sentence
-    return found
+    return found if best < max_f1 else None
 
 
 _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")

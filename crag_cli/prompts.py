@@ -34,8 +34,8 @@ class Task:
     ``short_answer``: the answer is the first non-empty line (:func:`clean_answer`). ``grounded``: the answer
     is a phrase the knowledge can contain, so the record says whether it does. ``retry``: the task asked once
     more, over the same knowledge, when the answer only restates the question (:func:`crag_cli.match.restates`),
-    or ``None``. ``quote``: an answer the knowledge does not hold as it stands becomes the knowledge's sentence
-    it was drawn from (:func:`crag_cli.match.quote`). ``selectable``: a task a user may ask for (``--task``);
+    or ``None``. ``quote``: the answer is its first sentence, or the knowledge's sentence that one was drawn
+    from when the knowledge does not hold it as it stands (:func:`crag_cli.match.quote`). ``selectable``: a task a user may ask for (``--task``);
     ``sentence`` is only a retry.
     """
 

@@ -51,7 +51,7 @@ def to_record(result: Result) -> dict[str, Any]:
         **({"not_found": result.not_found} if result.not_found is not None else {}),
         "grounded": result.grounded,
         "restated": result.restated,
-        "unquoted": result.unquoted,
+        "reader_answer": result.reader_answer,
         "prompt_tokens": result.prompt_tokens,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "error": result.error,

@@ -47,7 +47,7 @@ class Result:
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)
     not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
     restated: str | None = None  # a first answer that only restated the question, asked again (Task.retry)
-    unquoted: str | None = None  # the reader's own answer, given as the knowledge's sentence instead (Task.quote)
+    reader_answer: str | None = None  # the reader's own answer when the answer given differs (Task.quote)
     prompt_tokens: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None

@@ -70,7 +70,7 @@ def test_squad_token_f1_and_recall(prediction, answers, f1, recall):
     assert got == pytest.approx((f1, recall))
 
 
-def _quote_by_brute_force(answer, texts, min_f1=0.5, min_shared=3):
+def _quote_by_brute_force(answer, texts, min_f1=0.5, max_f1=0.9, min_shared=3):
     """The reference for :func:`crag_cli.match.quote`: every run of words scored by ``token_scores`` itself."""
     from collections import Counter
 
@@ -91,7 +91,7 @@ def _quote_by_brute_force(answer, texts, min_f1=0.5, min_shared=3):
                     f1 = token_scores(run, [answer])[0]
                     if shared >= min_shared and (f1 > best or (found is None and f1 >= best)):
                         best, found = f1, sentence
-    return found
+    return found if best < max_f1 else None
 
 
 def test_quote_gives_the_sentence_a_reworded_answer_was_drawn_from_as_a_brute_force_search_does():
@@ -113,3 +113,7 @@ def test_quote_gives_the_sentence_a_reworded_answer_was_drawn_from_as_a_brute_fo
     assert quote("more often", [sentence]) is None  # a phrase of it already
     assert quote("Infected more.", [sentence]) is None  # two tokens shared: a short phrase stays
     assert quote("Children get infected more often.", []) is None and quote("", [sentence]) is None
+    # the text's words but for a word or two: kept (the splitter's sentence here carries a heading and a grammar)
+    rst = 'The "pass" statement ******** pass_stmt ::= "pass" "pass" is a null operation — when it is executed.'
+    assert quote('The "pass" statement is a null operation — when it is executed.', [rst]) is None
+    assert quote("The statement is a no-op — when it is executed.", [rst]) == rst  # below 0.9: quoted

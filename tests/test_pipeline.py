@@ -151,9 +151,10 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     assert result.answer == "pass" and result.restated is None and len(gen.messages) == 1
 
 
-def test_a_docqa_answer_the_knowledge_does_not_hold_is_given_the_sentence_it_was_drawn_from():
+def test_a_docqa_answer_is_one_sentence_given_as_the_knowledge_has_it_when_reworded():
     """A reader that shortens or rewords its reference's sentence gets the sentence back: the user reads the
-    document's own words (the record keeps the reader's); an answer that is a phrase of it stays as it is."""
+    document's own words (the record keeps the reader's); an answer that is a phrase of it stays as it is; a
+    reader that runs on past the sentence asked for is cut to it."""
     passages = [
         "Adults are rarely infected. Children are infected two to three times more often than adults, mostly by RSV.",
         "Influenza is an acute respiratory disease.",
@@ -168,20 +169,25 @@ def test_a_docqa_answer_the_knowledge_does_not_hold_is_given_the_sentence_it_was
 
     result, streamed = run("Children get infected more often than adults.")
     sentence = "Children are infected two to three times more often than adults, mostly by RSV."
-    assert result.answer == sentence and result.unquoted == "Children get infected more often than adults."
+    assert result.answer == sentence and result.reader_answer == "Children get infected more often than adults."
     assert streamed == [sentence] and result.grounded is True  # the stream shows the answer given, whole
     record = to_record(result)
-    assert record["answer"] == sentence and record["unquoted"] == "Children get infected more often than adults."
+    assert record["answer"] == sentence and record["reader_answer"] == "Children get infected more often than adults."
     assert answer_notes(result) == [
-        "note: the reader answered 'Children get infected more often than adults.': "
-        "given as the reference's sentence it was drawn from"
+        "note: the reader answered 'Children get infected more often than adults.': given as the sentence asked for"
     ]
     result, _ = run("two to three times more often")  # the document's own words already: kept as they are
-    assert result.answer == "two to three times more often" and result.unquoted is None
+    assert result.answer == "two to three times more often" and result.reader_answer is None
     result, _ = run("Mostly in winter.")  # nothing like it in the knowledge: the reader's answer stands
-    assert result.answer == "Mostly in winter." and result.unquoted is None and result.grounded is False
+    assert result.answer == "Mostly in winter." and result.reader_answer is None and result.grounded is False
+    ran_on = "Children are infected two to three times more often than adults. Adults are rarely infected, and"
+    result, _ = run(ran_on)  # the sentence asked for, not the reader's run on to max_tokens
+    assert result.answer == "Children are infected two to three times more often than adults."
+    assert result.reader_answer == ran_on
+    result, _ = run("Children get infected more often than adults. And so on")  # its first sentence judged
+    assert result.answer == sentence
     result, streamed = run("Children get infected more often than adults.", task="popqa")  # a short phrase: never
-    assert result.unquoted is None and result.answer == "Children get infected more often than adults."
+    assert result.reader_answer is None and result.answer == "Children get infected more often than adults."
     assert len(streamed) > 1  # and it streams piece by piece
 
 

@@ -51,7 +51,7 @@ def knowledge_notes(result) -> list[str]:
 
 def answer_notes(result) -> list[str]:
     """What ``crag ask`` says after the answer: a first answer asked again, a reader's answer given as the
-    reference's sentence, an answer found in no knowledge.
+    sentence asked for, an answer found in no knowledge.
 
     Parameters
     ----------
@@ -69,10 +69,8 @@ def answer_notes(result) -> list[str]:
             f"note: the first answer ({result.restated!r}) only restated the question: "
             "asked again for the reference's sentence"
         )
-    if result.unquoted is not None:
-        notes.append(
-            f"note: the reader answered {result.unquoted!r}: given as the reference's sentence it was drawn from"
-        )
+    if result.reader_answer is not None:
+        notes.append(f"note: the reader answered {result.reader_answer!r}: given as the sentence asked for")
     if result.grounded is False:
         notes.append("note: the answer occurs nowhere in the knowledge it was given (grounded: false)")
     return notes
