@@ -175,7 +175,8 @@ def quote(
 
     from .corpus import split_sentences
 
-    if not answer.strip() or any(contains_phrase(t, normalise_answer(answer)) for t in texts):
+    phrase = normalise_answer(answer)
+    if not phrase or any(contains_phrase(t, phrase) for t in texts):
         return None
     wanted = Counter(squad_tokens(answer))
     size = sum(wanted.values())
