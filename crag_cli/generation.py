@@ -1,8 +1,8 @@
 """CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
-question is asked once more; one the knowledge does not hold is given its sentence); :func:`not_found` is what a user reads instead
-when nothing was read.
+question is asked once more; a ``docqa`` answer is its first sentence, the knowledge's own when reworded);
+:func:`not_found` is what a user reads instead when nothing was read.
 """
 
 from __future__ import annotations
