@@ -19,6 +19,7 @@ generator and web (no web cache, so every mode pays for its searches):
 ``rag+web``             the top-k passages plus web knowledge, always
 ``crag``                CRAG (evaluate, act, refine, search when needed)
 ``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
+``crag-evidence``       CRAG that judges Correct out of the evaluator's domain by combined evidence (``--evidence``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
 ``crag-model-rewrite``  CRAG whose search query the generator writes (``--rewrite model``)
 ======================  =====================================================
@@ -85,12 +86,13 @@ MODES = {
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
     "crag-refine": ["--mode", "crag", "--refine", "WEB"],
+    "crag-evidence": ["--mode", "crag", "--evidence", "WEB"],
     "crag-no-rewrite": ["--mode", "crag", "--rewrite", "none", "WEB"],
     "crag-model-rewrite": ["--mode", "crag", "--rewrite", "model", "WEB"],
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 # the modes whose --evaluator matters
-EVALUATES = {"crag", "crag-refine", "crag-no-rewrite", "crag-model-rewrite"}
+EVALUATES = {"crag", "crag-refine", "crag-evidence", "crag-no-rewrite", "crag-model-rewrite"}
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402

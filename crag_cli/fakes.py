@@ -127,3 +127,16 @@ class FakeGenerator:
             if on_token is not None:
                 on_token(piece if i == 0 else " " + piece)
         return Generation(reply, self.count_tokens(messages), len(pieces))
+
+
+class FakeEvidenceEvaluator(FakeEvaluator):
+    """A :class:`FakeEvaluator` that stores an ``evidence`` fit and gives raw ``logits`` (by the first key a text
+    contains, ``default_logit`` when none) with its scores, as :class:`~crag_cli.evaluator.EvidenceEvaluator`."""
+
+    def __init__(self, scores, logits, evidence, default_logit: float = -5.0, **kwargs) -> None:
+        super().__init__(scores, **kwargs)
+        self.logits, self.default_logit, self.evidence = dict(logits), default_logit, evidence
+
+    def score_logits(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[float]]:
+        z = [next((v for k, v in self.logits.items() if k in text), self.default_logit) for _, text in pairs]
+        return self.score(pairs), z

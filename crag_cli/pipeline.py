@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .evaluator import Evaluator
+from .evaluator import Evaluator, Scorer
 from .generation import GenerationStep, not_found
 from .generator import Generator
 from .index import Hit, Retriever
@@ -51,20 +51,6 @@ def uses_evaluator(mode: str, task: str) -> bool:
     return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
 
 
-class _Scorer:
-    """The evaluator as the pipeline calls it: pairs scored ahead by :meth:`Pipeline.score_ahead` are looked up."""
-
-    def __init__(self, evaluator: Evaluator) -> None:
-        self.evaluator = evaluator
-        self.ahead: dict[tuple[str, str], float] = {}
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        pairs = list(pairs)
-        missing = [p for p in pairs if p not in self.ahead]
-        computed = dict(zip(missing, self.evaluator.score(missing))) if missing else {}
-        return [self.ahead[p] if p in self.ahead else computed[p] for p in pairs]
-
-
 class Pipeline:
     """CRAG over a retriever, an evaluator, a web corrector and a generator.
 
@@ -90,6 +76,8 @@ class Pipeline:
         Setting ``lexical_support`` (:func:`crag_cli.actions.supported`); 1: never (the paper's rule).
     domain_guard : bool
         Setting ``domain_guard``: Correct only in the evaluator's domain; ``False``: the paper's rule.
+    evidence : bool
+        Setting ``evidence``: out of the domain, Correct by the evaluator's stored combined evidence.
     strip_mode : str
         Setting ``strip_mode``: ``excerption``, ``fixed_num`` or ``selection``.
     strips : int
@@ -122,6 +110,7 @@ class Pipeline:
         top_k: int = 10,
         lexical_support: float = 1.0,
         domain_guard: bool = True,
+        evidence: bool = False,
         strip_mode: str = "excerption",
         strips: int = 5,
         strips_correct: int | None = None,
@@ -145,7 +134,7 @@ class Pipeline:
         self.web = web
         self.top_k = top_k
         self.lexical_support = lexical_support
-        self.domain_guard = domain_guard
+        self.domain_guard, self.evidence = domain_guard, evidence
         self.strip_mode = strip_mode
         self.strips = strips
         self.strips_correct = strips if strips_correct is None else strips_correct
@@ -157,7 +146,7 @@ class Pipeline:
         self.max_tokens = max_tokens
         self.model_knowledge = model_knowledge
         self._reading = reading
-        self._scorer = _Scorer(evaluator)
+        self._scorer = Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
 
@@ -183,22 +172,19 @@ class Pipeline:
         hits = [self._retrieve(q) for q in qs]
         known = self._knows(qs)
         self._known_ahead.update(zip(qs, known))
-        pairs = list(dict.fromkeys((q, h.passage.text) for q, hs in zip(qs, hits) for h in hs))
-        self._scorer.ahead.update(zip(pairs, self.evaluator.score(pairs)))
+        self._scorer.add([(q, h.passage.text) for q, hs in zip(qs, hits) for h in hs], fresh=True)
         t1 = time.perf_counter()
         strips = []
         for q, hs, in_domain in zip(qs, hits, known):
-            scores = [self._scorer.ahead[(q, h.passage.text)] for h in hs]
-            _, action = self._judge(hs, scores, in_domain)
+            scores, logits = self._scorer.judged([(q, h.passage.text) for h in hs])
+            _, action, _ = self._judge(hs, scores, in_domain, logits)
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
                     for h, _ in self._kept(hs, scores, action)
                 ]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
-        strips = [p for p in dict.fromkeys(strips) if p not in self._scorer.ahead]
-        if strips:
-            self._scorer.ahead.update(zip(strips, self.evaluator.score(strips)))
+        self._scorer.add(strips)
         t2 = time.perf_counter()
         for q in qs:
             self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
@@ -226,12 +212,14 @@ class Pipeline:
         with Timer(result.timings, "retrieve"):
             result.hits = self._retrieve(question)
         with Timer(result.timings, "evaluate"):
-            result.scores = self._scorer.score([(question, h.passage.text) for h in result.hits])
+            result.scores, logits = self._scorer.judged([(question, h.passage.text) for h in result.hits])
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
         result.thresholds = self.thresholds
         result.lexical_support = self.lexical_support
-        result.supported, result.action = self._judge(result.hits, result.scores, result.in_domain)
+        result.supported, result.action, result.evidence_score = self._judge(
+            result.hits, result.scores, result.in_domain, logits
+        )
         return result
 
     def act(self, result: Result) -> Result:
@@ -272,18 +260,30 @@ class Pipeline:
         return list(verdicts) if verdicts is not None else [None] * len(questions)
 
     def _judge(
-        self, hits: Sequence[Hit], scores: Sequence[float], in_domain: bool | None = None
-    ) -> tuple[bool, Action]:
-        """Whether a passage has lexical support, and the action (:func:`crag_cli.actions.decide`).
+        self,
+        hits: Sequence[Hit],
+        scores: Sequence[float],
+        in_domain: bool | None = None,
+        logits: Sequence[float] | None = None,
+    ) -> tuple[bool, Action, float | None]:
+        """Whether a passage has lexical support, the action (:func:`crag_cli.actions.decide`) and the combined evidence.
 
-        With ``domain_guard``, a question outside the evaluator's domain is never
-        Correct: Ambiguous instead (the evaluator's sureness does not carry there).
+        With ``domain_guard``, a question outside the evaluator's domain is
+        Correct only by the evaluator's stored combined evidence (``evidence``,
+        :mod:`crag_cli.evaluator.evidence`): when its best passage's reaches the
+        threshold; otherwise Ambiguous where the scores say Correct (the
+        evaluator's sureness does not carry there). The evidence is ``None``
+        where it was not consulted.
         """
         has_support = self._supported(hits, scores)
         action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
-        if action is Action.CORRECT and in_domain is False and self.domain_guard:
-            action = Action.AMBIGUOUS
-        return has_support, action
+        if in_domain is not False or not self.domain_guard:
+            return has_support, action, None
+        fit = self._scorer.fit if self.evidence and logits is not None else None
+        best = fit.best(logits, [h.support for h in hits]) if fit is not None else None  # type: ignore[arg-type]
+        if best is not None and best >= fit.threshold:  # type: ignore[union-attr]
+            return has_support, Action.CORRECT, best
+        return has_support, (Action.AMBIGUOUS if action is Action.CORRECT else action), best
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""

@@ -27,6 +27,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "evaluator": result.evaluator,
         "action": result.action.value if result.action else None,
         "in_domain": result.in_domain,
+        "evidence_score": None if result.evidence_score is None else round(result.evidence_score, 4),
         "thresholds": (
             {**result.thresholds.to_dict(), "lexical_support": result.lexical_support} if result.thresholds else None
         ),

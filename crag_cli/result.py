@@ -38,6 +38,7 @@ class Result:
     lexical_support: float | None = None  # the share that made a passage supported (crag mode)
     supported: bool | None = None  # some passage had lexical support (decided with the action)
     in_domain: bool | None = None  # the question is like the evaluator's training questions (None: it cannot tell)
+    evidence_score: float | None = None  # out of the domain: the best combined evidence (None: not consulted)
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)

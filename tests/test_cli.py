@@ -5,6 +5,7 @@ from typer.testing import CliRunner
 
 from crag_cli import __version__
 from crag_cli.actions import decide, supported
+from crag_cli.evaluator import build_evaluator
 from crag_cli.match import holds_answer
 from crag_cli.cli import app
 
@@ -145,6 +146,12 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
     rec = json.loads(r.stdout)
     assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own
+    berlin = ("evaluate", "What is the population of Berlin?", "--index", built_index, "--json")
+    assert json.loads(invoke(*berlin).stdout)["evidence_score"] is None  # the guard alone, by default
+    r = invoke(*berlin, "--evidence")  # the combined evidence stored with the evaluator decides, and is shown
+    rec, fit = json.loads(r.stdout), build_evaluator("minilm").evidence
+    assert r.exit_code == 0 and rec["in_domain"] is False and isinstance(rec["evidence_score"], float)
+    assert (rec["action"] == "correct") == (rec["evidence_score"] >= fit.threshold)
 
 
 def test_the_default_task_answers_a_question_about_other_documents_with_docqas_prompt_in_crag_and_rag(

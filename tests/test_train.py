@@ -616,6 +616,8 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     guarded = ev.score(inputs)
     assert all(g >= 0.25 for g in guarded)
     assert embedded == [x for x, p in zip(inputs, plain) if p < 0.25]  # the guard embeds only the pairs it could lift
+    scores, logits = ev.score_logits(inputs)  # what --evidence combines: the raw logits, never a lifted score
+    assert scores == guarded and logits == pytest.approx(raw, abs=1e-5) and any(g > p for g, p in zip(guarded, plain))
     mid = sorted(plain)[len(plain) // 2]
     ev.use_thresholds(upper=0.999, lower=mid)  # a floor with pairs on both sides
     embedded.clear()

@@ -29,11 +29,16 @@ def knowledge_notes(result) -> list[str]:
     list of str
         One line a note, in the order shown; empty when there is nothing to say.
     """
+    from ..actions import Action
     from ..prompts import AUTO
 
     notes = []
     if result.in_domain is False:
         notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
+    if result.evidence_score is not None and result.action is Action.CORRECT:
+        notes.append(
+            f"judged Correct by the evaluator's logit, BM25 support and rank combined ({result.evidence_score:+.2f})"
+        )
     if result.task == AUTO and result.prompt_task != "popqa":
         notes.append(f"answered as --task {result.prompt_task} (--task auto: out of the evaluator's domain)")
     ext = result.external_knowledge

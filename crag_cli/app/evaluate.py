@@ -10,7 +10,18 @@ from ..errors import CragError
 from ..settings import Settings
 from .common import check_input_file, check_question
 
-EVALUATION_KEYS = ("id", "question", "evaluator", "action", "in_domain", "thresholds", "scores", "timings", "error")
+EVALUATION_KEYS = (
+    "id",
+    "question",
+    "evaluator",
+    "action",
+    "in_domain",
+    "evidence_score",
+    "thresholds",
+    "scores",
+    "timings",
+    "error",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +43,7 @@ def evaluation_record(result) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``id``, ``question``, ``evaluator``, ``action``, ``in_domain``, ``thresholds``, ``scores``,
+        ``id``, ``question``, ``evaluator``, ``action``, ``in_domain``, ``evidence_score``, ``thresholds``, ``scores``,
         ``timings`` and ``error``, as ``records.to_record`` writes them.
     """
     from ..records import to_record

@@ -97,7 +97,7 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
 
 # Settings added after batches were first written, with the value that behaves as a run made before them did:
 # such a run's records resume under that value (and only under it).
-ADDED_SETTINGS = {"evaluator_precision": "float", "read_share": 0.0}
+ADDED_SETTINGS = {"evaluator_precision": "float", "read_share": 0.0, "evidence": False}
 
 
 def identity_mismatch(old: dict, new: dict) -> str | None:

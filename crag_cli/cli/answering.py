@@ -180,7 +180,9 @@ def _print_evaluation(result, evaluator: str) -> None:
         f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
         f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source}; "
         f"lexical support {'yes' if result.supported else 'no'}; "
-        f"in the evaluator's domain: {({True: 'yes', False: 'no'}).get(result.in_domain, 'cannot tell')})",
+        f"in the evaluator's domain: {({True: 'yes', False: 'no'}).get(result.in_domain, 'cannot tell')}"
+        + ("" if result.evidence_score is None else f"; combined evidence {result.evidence_score:+.3f}")
+        + ")",
         markup=False,
     )
 

@@ -28,7 +28,8 @@ longest in the batch, truncated at ``max_length`` tokens), never one model call
 per pair. Models load lazily, once per evaluator.
 
 Modules: ``base`` (the Protocol, errors, specs), ``cosine``, ``t5``, ``trained``
-(cross-encoders and their guard), ``specs`` (:func:`build_evaluator`).
+(cross-encoders and their guard), ``evidence`` (Correct out of the domain by the
+logit, BM25's support and rank combined), ``specs`` (:func:`build_evaluator`).
 """
 
 from .base import (
@@ -44,6 +45,7 @@ from .base import (
     parse_spec,
 )
 from .cosine import MiniLMEvaluator
+from .evidence import EvidenceEvaluator, EvidenceFit, Scorer, read_evidence, write_evidence
 from .t5 import T5Evaluator
 from .trained import (
     CrossEncoderEvaluator,
@@ -69,9 +71,12 @@ __all__ = [
     "EMBEDDED_EVALUATOR",
     "Evaluator",
     "EvaluatorError",
+    "EvidenceEvaluator",
+    "EvidenceFit",
     "MANIFEST",
     "MiniLMEvaluator",
     "Pair",
+    "Scorer",
     "T5Evaluator",
     "WEIGHT_SUFFIXES",
     "_length_sorted_batches",
@@ -86,7 +91,9 @@ __all__ = [
     "load_classifier",
     "logit_to_score",
     "parse_spec",
+    "read_evidence",
     "read_trained",
     "trained_thresholds",
     "verify_files",
+    "write_evidence",
 ]

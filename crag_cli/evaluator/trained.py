@@ -10,6 +10,7 @@ from typing import Sequence
 from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
 from .cosine import MiniLMEvaluator
+from .evidence import EvidenceFit, read_evidence
 from .t5 import T5Evaluator
 
 
@@ -204,6 +205,7 @@ class CrossEncoderEvaluator:
         self._domain: tuple | None = None  # (training questions' embeddings, cosine cut, base)
         self._in_force: tuple[float, float] | None = None  # (upper, lower) the actions are decided with
         self._stored_upper: float | None = None  # the upper threshold stored with it (read once, on load)
+        self._evidence: EvidenceFit | None | bool = False  # False: not read yet
         self.forward_passes = 0
 
     def use_thresholds(self, upper: float, lower: float) -> None:
@@ -307,8 +309,20 @@ class CrossEncoderEvaluator:
                 out[i] = float(logits[j])
         return out
 
+    @property
+    def evidence(self) -> EvidenceFit | None:
+        """The combined evidence stored with it (:mod:`crag_cli.evaluator.evidence`), or ``None``."""
+        if self._evidence is False:
+            self._evidence = read_evidence(read_trained(self.path), self.path)
+        return self._evidence
+
     def score(self, pairs: Sequence[Pair]) -> list[float]:
-        scores = [logit_to_score(z) for z in self.logits(pairs)]
+        return self.score_logits(pairs)[0]
+
+    def score_logits(self, pairs: Sequence[Pair]) -> tuple[list[float], list[float]]:
+        """Scores (with the topic guard) and the raw logits they come from, in one forward pass."""
+        logits = self.logits(pairs)
+        scores = [logit_to_score(z) for z in logits]
         floor = self.guard_floor()
         below = [i for i, s in enumerate(scores) if s < floor] if floor is not None else []
         if below:  # only a pair below the floor can be lifted: the guard's cosine is computed for those alone
@@ -316,4 +330,4 @@ class CrossEncoderEvaluator:
             for i, c in zip(below, self._cosine.score([pairs[i] for i in below])):
                 if c >= cut:
                     scores[i] = floor
-        return scores
+        return scores, logits
