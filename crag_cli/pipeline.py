@@ -271,9 +271,9 @@ class Pipeline:
         With ``domain_guard``, a question outside the evaluator's domain is
         Correct only by the evaluator's stored combined evidence (``evidence``,
         :mod:`crag_cli.evaluator.evidence`): when its best passage's reaches the
-        threshold; otherwise Ambiguous where the scores say Correct (the
-        evaluator's sureness does not carry there). The evidence is ``None``
-        where it was not consulted.
+        threshold and Correct would keep a passage; otherwise Ambiguous where the
+        scores say Correct (the evaluator's sureness does not carry there). The
+        evidence is ``None`` where it was not consulted.
         """
         has_support = self._supported(hits, scores)
         action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
@@ -281,7 +281,7 @@ class Pipeline:
             return has_support, action, None
         fit = self._scorer.fit if self.evidence and logits is not None else None
         best = fit.best(logits, [h.support for h in hits]) if fit is not None else None  # type: ignore[arg-type]
-        if best is not None and best >= fit.threshold:  # type: ignore[union-attr]
+        if best is not None and best >= fit.threshold and self._kept(hits, scores, Action.CORRECT):  # type: ignore[union-attr]
             return has_support, Action.CORRECT, best
         return has_support, (Action.AMBIGUOUS if action is Action.CORRECT else action), best
 

@@ -149,13 +149,14 @@ class Settings(BaseModel):
     )
     domain_guard: bool = setting(
         True,
-        "Judge Correct only in the evaluator's domain; --any-domain: the paper's rule.",
+        "Correct by score only in the evaluator's domain; --any-domain: paper's rule.",
         "action",
         ("--domain-guard/--any-domain",),
         answers=True,
-        why="Judge Correct only questions like those the evaluator was trained on (an evaluator that stores its "
-        "domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its passages read "
-        "first, beside the web's), because the evaluator's sureness does not carry to another kind of question.",
+        why="Judge Correct by the evaluator's scores only questions like those it was trained on (an evaluator that "
+        "stores its domain, as the embedded one does): a question unlike all of them is Ambiguous instead (its "
+        "passages read first, beside the web's), because the evaluator's sureness does not carry to another kind "
+        "of question; it is Correct only by combined evidence (--evidence).",
     )
     evidence: bool = setting(
         False,

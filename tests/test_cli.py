@@ -146,12 +146,21 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
     rec = json.loads(r.stdout)
     assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own
-    berlin = ("evaluate", "What is the population of Berlin?", "--index", built_index, "--json")
-    assert json.loads(invoke(*berlin).stdout)["evidence_score"] is None  # the guard alone, by default
-    r = invoke(*berlin, "--evidence")  # the combined evidence stored with the evaluator decides, and is shown
-    rec, fit = json.loads(r.stdout), build_evaluator("minilm").evidence
-    assert r.exit_code == 0 and rec["in_domain"] is False and isinstance(rec["evidence_score"], float)
-    assert (rec["action"] == "correct") == (rec["evidence_score"] >= fit.threshold)
+    fit = build_evaluator("minilm").evidence  # --evidence: the combined evidence stored with the evaluator decides
+    for question, with_evidence, score in (
+        ("When was the Eiffel Tower built?", "correct", 0.94),  # its passage holds most of the question's words
+        ("What is the population of Berlin?", "ambiguous", 0.15),
+    ):
+        rec = json.loads(invoke("evaluate", question, "--index", built_index, "--json").stdout)
+        assert (rec["action"], rec["in_domain"], rec["evidence_score"]) == ("ambiguous", False, None)  # the default
+        rec = json.loads(invoke("evaluate", question, "--index", built_index, "--json", "--evidence").stdout)
+        assert (rec["action"], rec["in_domain"]) == (with_evidence, False), question
+        assert rec["evidence_score"] == pytest.approx(score, abs=0.01) and (score >= fit.threshold) == (
+            with_evidence == "correct"
+        )
+    ask = ("ask", "When was the Eiffel Tower built?", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    r = invoke(*ask, "--evidence")
+    assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "BM25 support and rank combined (+0.94)" in r.stderr
 
 
 def test_the_default_task_answers_a_question_about_other_documents_with_docqas_prompt_in_crag_and_rag(

@@ -8,7 +8,7 @@ import pytest
 
 from crag_cli.actions import Action, Thresholds
 from crag_cli.app.ask import knowledge_notes
-from crag_cli.evaluator import EMBEDDED_EVALUATOR, EvaluatorError, EvidenceFit, build_evaluator
+from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit, build_evaluator
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
 from crag_cli.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
@@ -36,13 +36,16 @@ def test_the_combination_is_the_fitted_linear_score_of_logit_support_and_rank():
     assert fit.best([], []) is None and fit.best([1.0], [None]) is None  # nothing, or a retriever without support
 
 
-def run(logits, evidence=True, domain=("capital",), fit=FIT, ahead=False):
+def run(logits, evidence=True, domain=("capital",), fit=FIT, ahead=False, scores=SCORES, support=0.4, **kwargs):
     gen, web = FakeGenerator("politician"), FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
-    ev = FakeEvidenceEvaluator(SCORES, logits, fit, domain=list(domain))
-    pipe = Pipeline(FakeRetriever(PASSAGES, support=0.4), ev, TH, gen, web=web, evidence=evidence)
+    ev = FakeEvidenceEvaluator(scores, logits, fit, domain=None if domain is None else list(domain))
+    pipe = Pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
     if ahead:
         pipe.score_ahead([QUESTION, "Where did Ole Krarup die?"])
-    return pipe.run(QUESTION), web
+        assert ev.calls == 1  # every passage of both questions, with their logits, in one call
+    result = pipe.run(QUESTION)
+    assert not ahead or ev.calls == 1  # nothing scored again
+    return result, web
 
 
 def test_out_of_the_domain_clear_evidence_makes_correct_and_the_web_is_not_searched():
@@ -66,7 +69,8 @@ def test_weak_evidence_no_fit_or_no_evidence_leave_an_out_of_domain_question_amb
 
 
 def test_the_combination_reads_the_raw_logit_not_the_guarded_score():
-    """A topic guard may lift a score (here every score is 0.3 or less); a low logit stays low in the combination."""
+    """The scores say 0.3, the logits -3 (as when a topic guard lifts a score): the combination reads the logit.
+    (That the real evaluator gives the raw logit beside a lifted score: tests/test_train.py, the topic guard.)"""
     result, _ = run({"politician": -3.0, "European": -3.0})
     assert result.action is Action.AMBIGUOUS and result.evidence_score == pytest.approx(-3.0 + 0.4 - 0.1)
 
@@ -89,3 +93,35 @@ def test_the_embedded_evaluator_stores_its_fit_and_a_bad_one_is_one_line(tmp_pat
     (folder / "crag-evaluator.json").write_text(json.dumps(manifest))
     with pytest.raises(EvaluatorError, match="bad 'evidence' entry"):
         read_evidence(read_trained(folder), folder)
+
+
+def test_the_threshold_itself_is_enough_and_every_unknown_leaves_the_rule_alone():
+    exact = EvidenceFit(logit=1.0, support=0.0, rank=0.0, bias=0.0, threshold=0.5)
+    assert run({"politician": 0.5}, fit=exact)[0].action is Action.CORRECT  # best == threshold: Correct
+    for result, _ in (
+        run({"politician": 0.8}, domain_guard=False),  # --any-domain: the paper's rule, scores alone
+        run({"politician": 0.8}, domain=None),  # an evaluator that cannot tell its domain
+        run({"politician": 0.8}, support=None),  # a retriever that gives no lexical support
+    ):
+        assert result.action is Action.AMBIGUOUS and result.evidence_score is None
+
+
+def test_evidence_turns_incorrect_into_correct_only_when_correct_would_keep_a_passage():
+    low = {"politician": -0.2, "European Parliament": -0.3, "seal": -0.4}  # all below lower: Incorrect
+    result, web = run({"politician": 0.8}, scores=low)  # nothing Correct would keep (no lexical support)
+    assert result.action is Action.INCORRECT and result.evidence_score == pytest.approx(1.1)
+    assert web.queries == [QUESTION]  # it searches, as before, rather than read nothing
+    result, web = run({"politician": 0.8}, scores=low, lexical_support=0.3)  # every passage supported: kept
+    assert result.action is Action.CORRECT and web.queries == [] and len(result.knowledge_used) == 3
+
+
+def test_a_bad_stored_fit_stops_nothing_until_evidence_is_asked_for(tmp_path):
+    folder = tmp_path / "ev"
+    shutil.copytree(EMBEDDED_EVALUATOR, folder)
+    manifest = read_trained(folder)
+    manifest["evidence"] = {**manifest["evidence"], "threshold": "nan"}
+    (folder / "crag-evaluator.json").write_text(json.dumps(manifest))
+    ev = CrossEncoderEvaluator(folder)
+    Pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
+    with pytest.raises(EvaluatorError, match="bad 'evidence' entry"):
+        ev.evidence

@@ -16,9 +16,10 @@ Figures and commands: docs/benchmarks.md.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, Sequence
 
 from .base import MANIFEST, EvaluatorError, Pair
 
@@ -58,7 +59,6 @@ class EvidenceFit:
         return max(self.combined(logits, supports))  # type: ignore[arg-type]
 
 
-@runtime_checkable
 class EvidenceEvaluator(Protocol):
     """An evaluator that stores an :class:`EvidenceFit` and gives its raw logits with its scores."""
 
@@ -78,7 +78,9 @@ def read_evidence(manifest: dict, where: Path) -> EvidenceFit | None:
     try:
         fields = {k: float(entry[k]) for k in ("logit", "support", "rank", "bias", "threshold")}
     except (TypeError, KeyError, ValueError):
-        raise EvaluatorError(f"corrupt evaluator manifest {where / MANIFEST}: a bad 'evidence' entry") from None
+        fields = {}
+    if not fields or not all(math.isfinite(v) for v in fields.values()):
+        raise EvaluatorError(f"corrupt evaluator manifest {where / MANIFEST}: a bad 'evidence' entry")
     return EvidenceFit(**fields)
 
 
@@ -101,7 +103,8 @@ class Scorer:
     def __init__(self, evaluator) -> None:
         self.evaluator = evaluator
         self.ahead: dict[Pair, tuple[float, float | None]] = {}  # pair -> (score, logit or None)
-        self.with_logits = isinstance(evaluator, EvidenceEvaluator)
+        # by the method alone: reading ``evidence`` (a manifest entry) waits until --evidence asks for it
+        self.with_logits = callable(getattr(evaluator, "score_logits", None))
 
     def _compute(self, pairs: Sequence[Pair]) -> list[tuple[float, float | None]]:
         if not pairs:
@@ -131,5 +134,5 @@ class Scorer:
 
     @property
     def fit(self) -> EvidenceFit | None:
-        """The evaluator's stored :class:`EvidenceFit`, if it has one."""
-        return self.evaluator.evidence if self.with_logits else None
+        """The evaluator's stored :class:`EvidenceFit` (an :class:`EvidenceEvaluator`'s), if it has one."""
+        return getattr(self.evaluator, "evidence", None) if self.with_logits else None
