@@ -93,10 +93,8 @@ def matrix(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def aucs(score: np.ndarray, y: np.ndarray, q: np.ndarray) -> str:
     """Pair AUC and question AUC of the best score, as ``pair P question Q``."""
-    nums = np.unique(q)
-    best = [score[q == n].max() for n in nums]
-    holds = [bool(y[q == n].max()) for n in nums]
-    return f"pair {auc(list(score), list(y)):.3f} question {auc(best, holds):.3f}"
+    best, holds = best_per_question(score, y, q)
+    return f"pair {auc(list(score), list(y)):.3f} question {auc(list(best), list(holds)):.3f}"
 
 
 def main() -> None:

@@ -49,6 +49,11 @@ class FakeRetriever:
         return [len(words & set(re.findall(r"\w+", t.lower()))) / max(len(words), 1) for t in texts]
 
 
+def by_key(table: Mapping[str, float], text: str, default: float) -> float:
+    """The value of the first key of ``table`` that ``text`` contains, else ``default``."""
+    return next((v for k, v in table.items() if k in text), default)
+
+
 class FakeEvaluator:
     """Scores a text by the first key of ``scores`` it contains (``default`` when none).
 
@@ -73,7 +78,7 @@ class FakeEvaluator:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         self.calls += 1
-        return [next((v for k, v in self.scores.items() if k in text), self.default) for _, text in pairs]
+        return [by_key(self.scores, text, self.default) for _, text in pairs]
 
 
 @dataclass
@@ -138,5 +143,4 @@ class FakeEvidenceEvaluator(FakeEvaluator):
         self.logits, self.default_logit, self.evidence = dict(logits), default_logit, evidence
 
     def score_logits(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[float]]:
-        z = [next((v for k, v in self.logits.items() if k in text), self.default_logit) for _, text in pairs]
-        return self.score(pairs), z
+        return self.score(pairs), [by_key(self.logits, text, self.default_logit) for _, text in pairs]

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from .base import MANIFEST, EvaluatorError, Pair
+from .base import MANIFEST, Evaluator, EvaluatorError, Pair
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class Scorer:
     until :meth:`add` is called with ``fresh``.
     """
 
-    def __init__(self, evaluator) -> None:
+    def __init__(self, evaluator: Evaluator | EvidenceEvaluator) -> None:
         self.evaluator = evaluator
         self.ahead: dict[Pair, tuple[float, float | None]] = {}  # pair -> (score, logit or None)
         # by the method alone: reading ``evidence`` (a manifest entry) waits until --evidence asks for it

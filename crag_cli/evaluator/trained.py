@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -205,7 +206,6 @@ class CrossEncoderEvaluator:
         self._domain: tuple | None = None  # (training questions' embeddings, cosine cut, base)
         self._in_force: tuple[float, float] | None = None  # (upper, lower) the actions are decided with
         self._stored_upper: float | None = None  # the upper threshold stored with it (read once, on load)
-        self._evidence: EvidenceFit | None | bool = False  # False: not read yet
         self.forward_passes = 0
 
     def use_thresholds(self, upper: float, lower: float) -> None:
@@ -309,12 +309,10 @@ class CrossEncoderEvaluator:
                 out[i] = float(logits[j])
         return out
 
-    @property
+    @cached_property
     def evidence(self) -> EvidenceFit | None:
-        """The combined evidence stored with it (:mod:`crag_cli.evaluator.evidence`), or ``None``."""
-        if self._evidence is False:
-            self._evidence = read_evidence(read_trained(self.path), self.path)
-        return self._evidence
+        """The combined evidence stored with it (:mod:`crag_cli.evaluator.evidence`), or ``None``; read when asked."""
+        return read_evidence(read_trained(self.path), self.path)
 
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         return self.score_logits(pairs)[0]
