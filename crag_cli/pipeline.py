@@ -172,7 +172,7 @@ class Pipeline:
         hits = [self._retrieve(q) for q in qs]
         known = self._knows(qs)
         self._known_ahead.update(zip(qs, known))
-        self._scorer.add([(q, h.passage.text) for q, hs in zip(qs, hits) for h in hs], fresh=True)
+        self._scorer.add([(q, h.passage.text) for q, hs in zip(qs, hits) for h in hs])
         t1 = time.perf_counter()
         strips = []
         for q, hs, in_domain in zip(qs, hits, known):

@@ -97,7 +97,7 @@ class Scorer:
 
     Pairs scored by :meth:`add` (:meth:`crag_cli.pipeline.Pipeline.score_ahead`)
     are looked up in :attr:`ahead` rather than scored again, their logits too,
-    until :meth:`add` is called with ``fresh``.
+    until it is cleared.
     """
 
     def __init__(self, evaluator: Evaluator | EvidenceEvaluator) -> None:
@@ -113,10 +113,8 @@ class Scorer:
             return [(s, None) for s in self.evaluator.score(pairs)]
         return list(zip(*self.evaluator.score_logits(pairs)))
 
-    def add(self, pairs: Sequence[Pair], fresh: bool = False) -> None:
-        """Score ``pairs`` now and keep them (``fresh``: forget those kept before)."""
-        if fresh:
-            self.ahead.clear()
+    def add(self, pairs: Sequence[Pair]) -> None:
+        """Score ``pairs`` now and keep them."""
         missing = [p for p in dict.fromkeys(pairs) if p not in self.ahead]
         self.ahead.update(zip(missing, self._compute(missing)))
 
