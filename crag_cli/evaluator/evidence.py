@@ -106,6 +106,10 @@ class Scorer:
         # by the method alone: reading ``evidence`` (a manifest entry) waits until --evidence asks for it
         self.with_logits = callable(getattr(evaluator, "score_logits", None))
 
+    def _missing(self, pairs: Sequence[Pair]) -> list[Pair]:
+        """``pairs`` not scored ahead, each once."""
+        return [p for p in dict.fromkeys(pairs) if p not in self.ahead]
+
     def _compute(self, pairs: Sequence[Pair]) -> list[tuple[float, float | None]]:
         if not pairs:
             return []
@@ -115,12 +119,12 @@ class Scorer:
 
     def add(self, pairs: Sequence[Pair]) -> None:
         """Score ``pairs`` now and keep them."""
-        missing = [p for p in dict.fromkeys(pairs) if p not in self.ahead]
+        missing = self._missing(pairs)
         self.ahead.update(zip(missing, self._compute(missing)))
 
     def judged(self, pairs: Sequence[Pair]) -> tuple[list[float], list[float] | None]:
         """Scores and raw logits (``None`` when the evaluator gives none) of ``pairs``, looked up or computed."""
-        missing = [p for p in dict.fromkeys(pairs) if p not in self.ahead]
+        missing = self._missing(pairs)
         computed = dict(zip(missing, self._compute(missing)))
         both = [self.ahead[p] if p in self.ahead else computed[p] for p in pairs]
         logits = [z for _, z in both]
