@@ -18,6 +18,7 @@ generator and web (no web cache, so every mode pays for its searches):
 ``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5
 ``rag+web``             the top-k passages plus web knowledge, always
 ``crag``                CRAG (evaluate, act, refine, search when needed)
+``crag-web-off``        CRAG as installed: no web (crag's default)
 ``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
 ``crag-evidence``       CRAG that judges Correct out of the evaluator's domain by combined evidence (``--evidence``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
@@ -52,6 +53,12 @@ joined by ``benchmarks/crossfit.py``. ``--task TASK`` is every mode's
 generation task (``crag batch --task``; crag's default otherwise), for
 instance ``docqa`` for a folder of documents whose answers are the
 references' sentences.
+Questions with no gold answer (``answers`` empty: the folder cannot answer them, as in
+``benchmarks/docsqa/``) are left out of every metric above and counted apart: the share of answerable and of
+unanswerable questions answered "Not found" (the record's ``basis`` is ``none``), per mode.
+``--prompt-cache FILE`` answers a prompt already answered (same messages, model and token budget, in this or an
+earlier run) from FILE instead of the generator (``benchmarks/prompt_cache.py``; the reader is greedy, so the
+answer is the same): for accuracy runs that share prompts across modes; their seconds are then not timings.
 Below the main table: span found, F1, token recall and knowledge recall (the
 knowledge given to the generator still holds the gold span) per action and for
 local against web-only questions, and the slowest questions with their stages.
@@ -85,6 +92,7 @@ MODES = {
     "rag-k10": ["--mode", "rag", "--top-k", "10"],  # = rag (k = 10, crag's default), named for tables that show all k
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
+    "crag-web-off": ["--mode", "crag"],  # crag's default configuration: no web
     "crag-refine": ["--mode", "crag", "--refine", "WEB"],
     "crag-evidence": ["--mode", "crag", "--evidence", "WEB"],
     "crag-no-rewrite": ["--mode", "crag", "--rewrite", "none", "WEB"],
@@ -92,7 +100,7 @@ MODES = {
 }
 STAGES = ("retrieve", "evaluate", "refine", "search", "generate")
 # the modes whose --evaluator matters
-EVALUATES = {"crag", "crag-refine", "crag-evidence", "crag-no-rewrite", "crag-model-rewrite"}
+EVALUATES = {"crag", "crag-web-off", "crag-refine", "crag-evidence", "crag-no-rewrite", "crag-model-rewrite"}
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
@@ -247,6 +255,40 @@ def summarise(records: list[dict], passages: dict[str, str], questions: dict[str
     }
 
 
+def not_found_shares(records: list[dict], questions: dict[str, dict]) -> dict:
+    """How many answerable and unanswerable questions were answered "Not found" (``basis`` ``none``).
+
+    Unanswerable: no gold answer in the question file (the folder cannot answer it); those whose ``answer_in_web``
+    is true (the stand-in web can) are counted apart as ``web_answerable``.
+    """
+    groups: dict[str, list[dict]] = {"answerable": [], "unanswerable": [], "web_answerable": []}
+    for r in records:
+        q = questions[r["id"]]
+        kind = "answerable" if q["answers"] else ("web_answerable" if q.get("answer_in_web") else "unanswerable")
+        groups[kind].append(r)
+    out = {}
+    for kind, rs in groups.items():
+        found_none = sum(r.get("basis") == "none" for r in rs)
+        out[kind] = {"n": len(rs), "not_found": found_none, "share": round(found_none / len(rs), 4) if rs else None}
+    return out
+
+
+def not_found_table(results: dict) -> str:
+    """Per mode, the questions answered "Not found": answerable, unanswerable, answerable by the web alone."""
+    rows = [(mode, m["not_found"]) for mode, m in results.items() if m.get("not_found")]
+    if not rows:
+        return ""
+    lines = [
+        "",
+        "| mode | answerable: Not found | unanswerable: Not found | only the web answers: Not found |",
+        "|---|---|---|---|",
+    ]
+    for mode, nf in rows:
+        cells = [f"{nf[k]['not_found']} / {nf[k]['n']}" for k in ("answerable", "unanswerable", "web_answerable")]
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _means(groups: dict[str, dict]) -> dict[str, dict]:
     """Per group: ``n`` and the shares (span found, knowledge holds it) and means (F1, token recall)."""
     return {
@@ -391,6 +433,7 @@ def table(results: dict) -> str:
         "\n".join(lines)
         + "\n"
         + in_sample_lines(results)
+        + not_found_table(results)
         + paired_table(results)
         + web_only_table(results)
         + group_tables(results)
@@ -521,6 +564,7 @@ def run_mode(
     ids: list[str],
     evaluator: str | None = None,
     task: str | None = None,
+    prompt_cache: Path | None = None,
 ) -> list[dict]:
     """Run one mode as ``crag batch``, reusing or resuming the records already in OUTDIR.
 
@@ -565,10 +609,10 @@ def run_mode(
         args += ["--evaluator", evaluator]
     if task:
         args += ["--task", task]
+    launcher = ["-m", "crag_cli"] if prompt_cache is None else [str(Path(__file__).with_name("prompt_cache.py"))]
     cmd = [
         sys.executable,
-        "-m",
-        "crag_cli",
+        *launcher,
         "batch",
         str(questions_file),
         "-o",
@@ -581,6 +625,8 @@ def run_mode(
         "--resume" if resume else "--overwrite",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_") or k == "CRAG_CACHE_DIR"}
+    if prompt_cache is not None:
+        env["PROMPT_CACHE"] = str(prompt_cache.resolve())
     print(f"{mode}: {' '.join(cmd)}", file=sys.stderr)
     start = time.perf_counter()
     with open(out / f"log-{mode}.txt", "a" if resume else "w") as log:
@@ -623,6 +669,7 @@ def main() -> None:
     parser.add_argument(
         "--task", choices=TASK_CHOICES, default=None, help="every mode's task (default: crag's default)"
     )
+    parser.add_argument("--prompt-cache", type=Path, default=None, help="answers of prompts seen before (JSONL)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -668,10 +715,24 @@ def main() -> None:
     try:
         for mode in modes:
             records = run_mode(
-                mode, questions_file, index_dir, web_url, args.model, out, list(questions), evaluator, args.task
+                mode,
+                questions_file,
+                index_dir,
+                web_url,
+                args.model,
+                out,
+                list(questions),
+                evaluator,
+                args.task,
+                args.prompt_cache,
             )
+            unanswerable = {r["id"] for r in records if not questions[r["id"]]["answers"]}
+            abstained = not_found_shares(records, questions)
+            records = [r for r in records if r["id"] not in unanswerable]
             score_records(records, questions)
             results[mode] = summarise(records, passages, questions)
+            if unanswerable:
+                results[mode]["not_found"] = abstained
             if mode in EVALUATES and in_sample is not None:
                 results[mode]["in_sample"] = in_sample
             records_of[mode] = records

@@ -2,7 +2,8 @@
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
 question is asked once more; a ``docqa`` answer is its first sentence, the knowledge's own when reworded);
-:func:`not_found` is what a user reads instead when nothing was read.
+:func:`not_found` is what a user reads instead when nothing was read, :func:`abstained` when the reader, given
+knowledge, said it does not hold the answer (:attr:`crag_cli.prompts.Task.abstain`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def not_found(result: Result, web: bool) -> str:
     if ext.error:
         return f"Not found in the indexed documents; the web search failed ({ext.error})."
     return "Not found in the indexed documents or on the web."
+
+
+def abstained(result: Result) -> str:
+    """What a user reads instead of an answer when the reader said its knowledge does not hold one."""
+    ext = result.external_knowledge
+    read_web = ext is not None and bool(ext.strips)
+    read_passages = bool(result.internal_knowledge) or result.mode in ("rag", "rag+web")
+    where = "the indexed documents" + (" or on the web" if read_web else "") if read_passages else "the web"
+    n = len(result.knowledge_used)
+    return f"Not found in {where}: the reader found no answer in the {n} passage{'s' * (n != 1)} it read."
 
 
 class GenerationStep:
@@ -54,6 +65,16 @@ class GenerationStep:
             return None
         return (answer, kept, gen.prompt_tokens) if answer else None
 
+    def _abstained(self, task: str) -> bool:
+        """Whether the answer is ``task``'s abstention; if so it becomes no answer: ``not_found`` says why and
+        ``reader_answer`` keeps the reader's words."""
+        result = self.result
+        if not TASKS[task].abstains(result.answer or ""):
+            return False
+        result.reader_answer, result.answer = result.answer, None
+        result.not_found = abstained(result)
+        return True
+
     def _quote(self, kept: list[KnowledgeItem]) -> None:
         """The answer as :attr:`crag_cli.prompts.Task.quote` gives it: its first sentence (the one asked for; the
         reader may run on to ``max_tokens``), or the knowledge's sentence that one was drawn from."""
@@ -70,6 +91,8 @@ class GenerationStep:
         does not hold it as it stands (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in
         ``result.reader_answer``.
 
+        An answer that is the task's abstention (:meth:`crag_cli.prompts.Task.abstains`) is no answer: the record's
+        ``not_found`` says so (:func:`abstained`), ``reader_answer`` keeps the reader's words.
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
@@ -77,16 +100,21 @@ class GenerationStep:
         task = result.prompt_task or result.task
         with Timer(result.timings, "generate"):
             try:
-                whole = bool(items) and (TASKS[task].retry is not None or TASKS[task].quote)
+                t = TASKS[task]
+                whole = bool(items) and (t.retry is not None or t.quote or t.abstain is not None)
                 result.answer, kept, gen = self._ask(result.question, items, task, None if whole else on_token)
                 result.prompt_tokens = gen.prompt_tokens
                 result.knowledge_used = kept
+                if kept and self._abstained(task):  # the reader says the knowledge holds no answer
+                    return gen
                 retry = TASKS[task].retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = self._ask_again(items, retry) if retry and restates(result.answer, result.question) else None
                 if again is not None:
                     result.restated, (result.answer, kept, tokens) = result.answer, again
                     result.knowledge_used = kept
                     result.prompt_tokens += tokens
+                    if self._abstained(retry):
+                        return gen
                 if TASKS[task].quote and kept:
                     self._quote(kept)
                 if whole and on_token is not None:

@@ -153,14 +153,11 @@ class Pipeline:
     def score_ahead(self, questions: Sequence[str]) -> None:
         """Score what :meth:`run` in ``crag`` mode will score for several questions, in two evaluator calls.
 
-        Their retrieved passages in one call, then the strips that refinement
-        will score (of the passages kept by the questions that are not
-        Incorrect) in a second. One forward pass over many pairs pads less than
-        one per question (``benchmarks/evaluator_batching.py``); the scores
-        equal a question-by-question run's up to floating-point rounding. The
-        scores are kept until the next call, and each question's share of the
-        time is added to its ``evaluate`` and ``refine`` timings. Web strips
-        are still scored per question, as pages arrive.
+        Their retrieved passages in one call, then the strips that refinement will score (of the passages kept by the
+        questions that are not Incorrect) in a second. One forward pass over many pairs pads less than one per question
+        (``benchmarks/evaluator_batching.py``); the scores equal a question-by-question run's up to floating-point
+        rounding. The scores are kept until the next call, and each question's share of the time is added to its
+        ``evaluate`` and ``refine`` timings. Web strips are still scored per question, as pages arrive.
         """
         self._scorer.ahead.clear()
         self._ahead_seconds.clear()
@@ -181,7 +178,7 @@ class Pipeline:
             if self.refine_knowledge and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
-                    for h, _ in self._kept(hs, scores, action)
+                    for h, _ in self._kept(hs, scores, action, in_domain)
                 ]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
         self._scorer.add(strips)
@@ -189,22 +186,24 @@ class Pipeline:
         for q in qs:
             self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
 
-    def _kept(self, hits: Sequence[Hit], scores: Sequence[float], action: Action) -> list[tuple[Hit, float]]:
+    def _kept(
+        self, hits: Sequence[Hit], scores: Sequence[float], action: Action, in_domain: bool | None = None
+    ) -> list[tuple[Hit, float]]:
         """The passages that refinement reads, with their scores; which depends on how sure the evaluator is.
 
-        Correct (the evaluator is sure): the passages scoring at least the lower
-        threshold, those it judged relevant, and those with lexical support
-        (over the filter threshold, holding more than ``lexical_support`` of the
-        question's term weight: the words agree where the evaluator is lukewarm). Ambiguous (unsure): every passage
-        scoring at least the filter threshold, so that what retrieval found
-        reaches the reader when the evaluator cannot tell, the safe fallback.
-        (Incorrect keeps none: the pipeline does not refine it.) Why: docs/how-it-works.md.
-        """
+        Correct: those scoring at least the lower threshold, or with lexical support (over the filter threshold,
+        holding more than ``lexical_support`` of the question's term weight). Ambiguous: those scoring at least the
+        filter threshold; all out of the evaluator's domain (its scores prove nothing there, :meth:`_judge`).
+        Incorrect: all, read only when no web strip came (:meth:`act`). Why: docs/how-it-works.md."""
+        if action is Action.INCORRECT or (action is Action.AMBIGUOUS and self._outside(in_domain)):
+            return list(zip(hits, scores))
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
         return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower or self._supported([h], [s])]
 
-    # ------------------------------------------------------------------ stages
+    def _outside(self, in_domain: bool | None) -> bool:  # the domain guard holds the verdicts out of the domain
+        return self.domain_guard and in_domain is False
+
     def evaluate(self, question: str, result: Result | None = None) -> Result:
         """Retrieve, score and decide: everything before the action's branch."""
         result = result or Result(question=question, task=self.task)
@@ -223,9 +222,9 @@ class Pipeline:
         return result
 
     def act(self, result: Result) -> Result:
-        """The action's knowledge for an evaluated ``result``: Correct refines the kept passages
-        (``internal_knowledge``), Incorrect searches the web (``external_knowledge``), Ambiguous both;
-        what the generator then reads of it is :meth:`reader_strips`."""
+        """The action's knowledge (read by :meth:`reader_strips`): Correct refines the kept passages, Incorrect searches
+        the web, Ambiguous both. Incorrect with no web strip (web off, failed, empty) keeps its passages all the same:
+        they are what crag has (the record's ``doubted``; the reader may abstain, ``Task.abstain``)."""
         ambiguous = result.action is Action.AMBIGUOUS  # its reading compares each strip's share of the question
         if result.action in (Action.CORRECT, Action.AMBIGUOUS):
             internal = self._internal(result)
@@ -234,6 +233,8 @@ class Pipeline:
             result.external_knowledge = self._external(result, self._web_unread(result) if ambiguous else None)
         if ambiguous:
             result.external_knowledge.strips = self._weighed(result.question, result.external_knowledge.strips)
+        if result.action is Action.INCORRECT and not result.external_knowledge.strips and result.hits:
+            result.internal_knowledge = self._weighed(result.question, self._internal(result))
         return result
 
     def _web_unread(self, result: Result) -> Unread:
@@ -244,8 +245,8 @@ class Pipeline:
     def _weighed(self, question: str, strips: list[Strip]) -> list[Strip]:
         """``strips`` with their :attr:`~crag_cli.refine.Strip.support` as the retriever weighs it (or as they are).
 
-        Passages too, though their hits carry a support: that one counts the title the index holds with each
-        passage; here each strip's own text is weighed, as the web's strips are (what was measured, issue 50).
+        Passages too, though their hits carry a support: that one counts the title the index holds with each passage;
+        here each strip's own text is weighed, as the web's strips are (what was measured, issue 50).
         """
         support = self.retriever.text_support(question, [s.text for s in strips]) if strips else None
         return [replace(s, support=x) for s, x in zip(strips, support)] if support is not None else strips
@@ -268,22 +269,19 @@ class Pipeline:
     ) -> tuple[bool, Action, float | None]:
         """Whether a passage has lexical support, the action (:func:`crag_cli.actions.decide`) and the combined evidence.
 
-        With ``domain_guard``, a question outside the evaluator's domain is
-        Correct only by the evaluator's stored combined evidence (``evidence``,
-        :mod:`crag_cli.evaluator.evidence`): when its best passage's reaches the
-        threshold and Correct would keep a passage; otherwise Ambiguous where the
-        scores say Correct (the evaluator's sureness does not carry there). The
-        evidence is ``None`` where it was not consulted.
-        """
+        With ``domain_guard``, a question with passages outside the evaluator's domain is Correct only by its stored
+        combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
+        and Correct would keep a passage), else Ambiguous whatever the scores say: neither the evaluator's sureness nor
+        its doubt carries there (docs/how-it-works.md). The evidence is ``None`` where it was not consulted."""
         has_support = self._supported(hits, scores)
         action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
-        if in_domain is not False or not self.domain_guard:
+        if not self._outside(in_domain) or not hits:
             return has_support, action, None
         fit = self._scorer.fit if self.evidence and logits is not None else None
         best = fit.best(logits, [h.support for h in hits]) if fit is not None else None  # type: ignore[arg-type]
         if best is not None and best >= fit.threshold and self._kept(hits, scores, Action.CORRECT):  # type: ignore[union-attr]
             return has_support, Action.CORRECT, best
-        return has_support, (Action.AMBIGUOUS if action is Action.CORRECT else action), best
+        return has_support, Action.AMBIGUOUS, best
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
@@ -294,7 +292,7 @@ class Pipeline:
 
         With ``refine_knowledge=False`` those passages are returned whole, one strip each.
         """
-        kept = self._kept(result.hits, result.scores, result.action)
+        kept = self._kept(result.hits, result.scores, result.action, result.in_domain)
         if not self.refine_knowledge:
             return [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
@@ -331,16 +329,17 @@ class Pipeline:
         )
 
     def reader_strips(self, result: Result) -> list[Strip]:
-        """The strips the generator reads for this result, in reading order (before the prompt's token fit):
-        the reading policy's choice (:attr:`reading`) of the action's knowledge."""
+        """The strips the generator reads for this result, in reading order (before the prompt's token fit): the reading
+        policy's choice (:attr:`reading`) of the action's knowledge.
+        """
         return self.reading.read(evidence(result)).strips
 
     def _keep_first(self, result: Result) -> Reading:
         """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.
 
-        The result keeps only those, so its record shows what the generator read.
-        Returns the policy's reading: the strips in reading order, the order the prompt shows (fused ranks
-        depend on the set ranked, so the kept strips are not ranked again).
+        The result keeps only those, so its record shows what the generator read. Returns the policy's reading: the
+        strips in reading order, the order the prompt shows (fused ranks depend on the set ranked, so the kept strips
+        are not ranked again).
         """
         reading = self.reading.read(evidence(result))
         result.reading = reading.why
@@ -354,8 +353,8 @@ class Pipeline:
     def _knowledge(self, chosen: Sequence[Strip]) -> list[KnowledgeItem]:
         """CRAG's knowledge for the prompt: the kept strips (internal and external) in reading order.
 
-        Each item carries the evaluator's verdict in words (``high``, ``medium``,
-        ``low``; see :meth:`Thresholds.relevance`).
+        Each item carries the evaluator's verdict in words (``high``, ``medium``, ``low``; see
+        :meth:`Thresholds.relevance`).
         """
         return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
 
@@ -436,6 +435,7 @@ class Pipeline:
             self.evaluate(question, result)  # retrieve, evaluate, decide the action
             self.act(result)  # the action's knowledge: refined passages, the web's strips, or both
             items = self._knowledge(self._keep_first(result).strips)  # what the reader reads of it
+            result.doubted = bool(result.internal_knowledge) and max(result.scores) < self.thresholds.lower
         elif mode in ("rag", "rag+web"):
             items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))

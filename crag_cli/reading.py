@@ -18,7 +18,8 @@ from .refine import Strip, distinct, strongest_first, within_words
 # Raised whenever crag's reading rule (:class:`ActionReading`) reads other strips for the same evidence, so that
 # `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
 # 1: Ambiguous reads the stronger source (issue 50). 2: the web's strips, leading alone, read as Incorrect's do.
-READING_VERSION = 2
+# 3: Incorrect with no web strips reads the passages as Ambiguous does (issue 64).
+READING_VERSION = 3
 
 
 @dataclass
@@ -74,6 +75,8 @@ class ActionReading:
     share are read (:meth:`strong`; 0: all), within ``read_words`` words:
     little when one passage holds the question, more when several do. The
     web's strips, when they lead alone, are read as Incorrect reads them.
+    Incorrect with no web strip (the web off, failed or empty) reads the
+    passages as Ambiguous reads them when they lead alone.
     Only when the two shares are within ``close_support`` of each other is
     the other source's best strip read too, last, within ``read_words``.
     When the retriever cannot weigh a strip, the passages lead if one has
@@ -101,6 +104,10 @@ class ActionReading:
     def read(self, evidence: Evidence) -> Reading:
         internal = strongest_first(evidence.internal, self.ranking) if self.refined else list(evidence.internal)
         external = strongest_first(evidence.external, self.ranking)
+        if evidence.action is Action.INCORRECT and not external and internal:
+            return Reading(
+                within_words(self.strong(distinct(internal)), self.read_words), "the doubted passages (no web)"
+            )
         if evidence.action is not Action.AMBIGUOUS:
             correct = evidence.action is Action.CORRECT
             only = internal if correct else external

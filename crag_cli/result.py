@@ -43,6 +43,7 @@ class Result:
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
     reading: str | None = None  # why the reader read what it did (the reading policy's words; crag mode)
+    doubted: bool | None = None  # passages read though the evaluator scored every one below the lower threshold
     answer: str | None = None
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)

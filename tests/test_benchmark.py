@@ -325,3 +325,50 @@ def test_a_rerun_into_the_same_folder_serves_the_web_where_the_interrupted_crag_
     finally:
         again.shutdown()
         again.server_close()
+
+
+def test_prompt_cache_answers_a_prompt_seen_before_as_the_reader_did(built_index, tiny_gguf, tmp_path):
+    """A second run over the same prompts is answered from the cache: the same records, no new reply cached."""
+    ids = ["q1", "q2"]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        "".join(
+            json.dumps({"id": i, "question": f"What is the capital of {c}?", "answers": ["x"]}) + "\n"
+            for i, c in zip(ids, ("Germany", "France"))
+        )
+    )
+    cache = tmp_path / "cache.jsonl"
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        out.mkdir()
+        runs.append(popqa.run_mode("rag-k5", questions, built_index, "", str(tiny_gguf), out, ids, None, None, cache))
+        if name == "a":
+            cached = cache.read_text()
+            assert len(cached.splitlines()) >= 2  # one reply a prompt at least (a docqa retry adds one)
+    assert cache.read_text() == cached  # nothing new: every prompt was answered from the cache
+    assert [r["answer"] for r in runs[0]] == [r["answer"] for r in runs[1]]
+    assert [r["prompt_tokens"] for r in runs[0]] == [r["prompt_tokens"] for r in runs[1]]
+
+
+def test_not_found_is_counted_apart_for_questions_the_folder_cannot_answer():
+    questions = {
+        "a": {"answers": ["x"]},
+        "b": {"answers": []},
+        "c": {"answers": [], "answer_in_web": True},
+        "d": {"answers": ["y"]},
+    }
+    records = [
+        {"id": "a", "basis": "none"},
+        {"id": "b", "basis": "none"},
+        {"id": "c"},
+        {"id": "d", "basis": "knowledge"},
+    ]
+    shares = popqa.not_found_shares(records, questions)
+    assert shares["answerable"] == {"n": 2, "not_found": 1, "share": 0.5}
+    assert shares["unanswerable"]["not_found"] == 1 and shares["web_answerable"] == {
+        "n": 1,
+        "not_found": 0,
+        "share": 0.0,
+    }
+    assert "| crag | 1 / 2 | 1 / 1 | 0 / 1 |" in popqa.not_found_table({"crag": {"not_found": shares}})

@@ -187,23 +187,36 @@ def test_the_default_task_answers_a_question_about_other_documents_with_docqas_p
 
 
 def test_ask_with_nothing_read_says_not_found_unless_asked_for_the_models_memory(built_index, tiny_gguf):
-    common = ("--index", built_index, "--model", tiny_gguf, "--upper", "1", "--lower", "1", "--max-tokens", "4")
-    r = invoke("ask", "What is the capital of Germany?", *common, "--json")
+    common = ("--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
+    r = invoke("ask", "Xyzzy plugh frobnicate?", *common, "--json")  # no word of it is in the folder
     rec = json.loads(r.stdout)
-    assert r.exit_code == 0 and rec["action"] == "incorrect"
-    assert rec["internal_knowledge"] is None
+    assert r.exit_code == 0 and rec["action"] == "incorrect" and rec["scores"] == []
     assert rec["external_knowledge"]["backend"] == "none"
     assert rec["answer"] is None and rec["basis"] == "none" and rec["error"] is None
     assert rec["not_found"] == "Not found in the indexed documents; web search is off."
     assert rec["prompt_tokens"] is None  # the model was not asked
 
-    r = invoke("ask", "What is the capital of Germany?", *common)
+    r = invoke("ask", "Xyzzy plugh frobnicate?", *common)
     assert r.exit_code == 0 and r.stdout == "Not found in the indexed documents; web search is off.\n"
     assert "nothing read: no answer" in r.stderr
 
-    r = invoke("ask", "What is the capital of Germany?", *common, "--model-knowledge", "--json")
+    r = invoke("ask", "Xyzzy plugh frobnicate?", *common, "--model-knowledge", "--json")
     rec = json.loads(r.stdout)
     assert rec["answer"] is not None and rec["basis"] == "model" and "not_found" not in rec
+
+
+def test_ask_incorrect_with_the_web_off_reads_the_doubted_passages_and_says_so(built_index, tiny_gguf):
+    """The evaluator judges every passage below the lower threshold and there is no web: the passages are
+    read all the same (retrieval order), the record and stderr say the evaluator doubted them."""
+    common = ("--index", built_index, "--model", tiny_gguf, "--upper", "1", "--lower", "1", "--max-tokens", "4")
+    r = invoke("ask", "What is the capital of Germany?", *common, "--any-domain", "--json")
+    rec = json.loads(r.stdout)
+    assert r.exit_code == 0 and rec["action"] == "incorrect" and rec["doubted"] is True
+    assert rec["internal_knowledge"] and "Berlin" in rec["internal_knowledge"][0]["text"]
+    assert rec["reading"] == "the doubted passages (no web)" and rec["prompt_tokens"] > 0
+    r = invoke("ask", "What is the capital of Germany?", *common, "--any-domain")
+    assert r.exit_code == 0 and "the evaluator doubted the passages read" in r.stderr
+    assert "Not found" not in r.stdout
 
 
 def test_ask_missing_model(built_index, tmp_path):
@@ -342,7 +355,10 @@ def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatc
     # every score under lower, but a passage holds the question's words: Ambiguous, unless the support needed is raised
     assert json.loads(invoke("evaluate", "capital of Germany?", "--json").stdout)["action"] == "ambiguous"
     monkeypatch.setenv("CRAG_LEXICAL_SUPPORT", "1")  # a passage must hold every term, and "1850" is in none
-    assert json.loads(invoke("evaluate", "capital of Germany in 1850?", "--json").stdout)["action"] == "incorrect"
+    assert (
+        json.loads(invoke("evaluate", "capital of Germany in 1850?", "--any-domain", "--json").stdout)["action"]
+        == "incorrect"
+    )
     monkeypatch.setenv("CRAG_TOP_K", "many")
     r = invoke("evaluate", "capital of Germany?")
     assert r.exit_code == 1 and "CRAG_TOP_K" in r.stderr

@@ -107,9 +107,9 @@ def test_the_threshold_itself_is_enough_and_every_unknown_leaves_the_rule_alone(
 
 
 def test_evidence_turns_incorrect_into_correct_only_when_correct_would_keep_a_passage():
-    low = {"politician": -0.2, "European Parliament": -0.3, "seal": -0.4}  # all below lower: Incorrect
+    low = {"politician": -0.2, "European Parliament": -0.3, "seal": -0.4}  # all below lower (out of the domain)
     result, web = run({"politician": 0.8}, scores=low)  # nothing Correct would keep (no lexical support)
-    assert result.action is Action.INCORRECT and result.evidence_score == pytest.approx(1.1)
+    assert result.action is Action.AMBIGUOUS and result.evidence_score == pytest.approx(1.1)  # doubt is no proof
     assert web.queries == [QUESTION]  # it searches, as before, rather than read nothing
     result, web = run({"politician": 0.8}, scores=low, lexical_support=0.3)  # every passage supported: kept
     assert result.action is Action.CORRECT and web.queries == [] and len(result.knowledge_used) == 3

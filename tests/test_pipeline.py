@@ -85,7 +85,7 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
         result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
         return result, gen.messages[-1][1]["content"], gen.max_tokens[-1]
 
-    docqa, popqa = TASKS["docqa"].instruction, TASKS["popqa"].instruction
+    docqa, popqa = TASKS["docqa"].full_instruction, TASKS["popqa"].full_instruction
     for mode in ("crag", "rag"):  # plain RAG asks the evaluator's domain too (no passage is scored)
         result, prompt, max_tokens = run(["capital"], mode)  # out of the domain
         assert prompt.endswith(docqa) and max_tokens == TASKS["docqa"].max_tokens, mode
@@ -96,9 +96,10 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
     assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
     assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
     gen = FakeGenerator("politician")  # nor when crag found nothing: Incorrect, no web
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
+    pipe = Pipeline(FakeRetriever([]), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.INCORRECT and not result.knowledge_used and result.prompt_task == "popqa"
+    assert result.not_found == "Not found in the indexed documents; web search is off." and not gen.messages
     assert run(["occupation"], task="docqa")[1].endswith(docqa)  # a task asked for is the task used
 
 
@@ -118,7 +119,7 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
 
     result, gen, streamed = run("The pass statement", "When it is executed, nothing happens.")
     assert result.answer == "When it is executed, nothing happens." and result.restated == "The pass statement"
-    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(TASKS["sentence"].instruction)
+    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(TASKS["sentence"].full_instruction)
     assert "null operation" in gen.messages[1][1]["content"]  # the same knowledge, asked again
     assert streamed == "When it is executed, nothing happens."  # the restating answer was held back, not shown
     record = to_record(result)
@@ -523,3 +524,75 @@ def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
         assert result.action is Action.AMBIGUOUS and result.reading.startswith("the passages (")
         read.append(reference(gen))
     assert offers == [True, False] and read[0] == read[1]
+
+
+def test_incorrect_with_no_external_knowledge_reads_the_doubted_passages_and_says_so():
+    """The web off, failed or empty: Incorrect's passages are what crag has, read as an unsure question's are;
+    the record says the evaluator doubted them. With web strips, Incorrect reads those alone, as the paper does."""
+    question = "What is Ole Krarup's occupation?"
+    for web in (None, FakeWeb([])):  # no web stage; a web stage that finds nothing
+        gen = FakeGenerator("politician")
+        pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
+        result = pipe.run(question)
+        assert result.action is Action.INCORRECT and result.in_domain is True
+        assert result.not_found is None and result.answer == "politician" and result.doubted is True
+        assert len(reference(gen)) == 3 and "Danish politician" in reference(gen)[1]  # retrieval order
+        record = to_record(result)
+        assert record["doubted"] is True and record["basis"] == "knowledge" and record["action"] == "incorrect"
+        assert record["reading"] == "the doubted passages (no web)"
+    gen = FakeGenerator("jurist")
+    web = FakeWeb(["Ole Krarup was a Danish jurist."])
+    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
+    result = pipe.run(question)
+    assert result.action is Action.INCORRECT and [line[4:] for line in reference(gen)] == [web.texts[0]]
+    assert result.doubted is False and result.internal_knowledge is None
+
+
+def test_out_of_its_domain_the_evaluators_doubt_is_not_proof_every_passage_is_read():
+    """Every passage scores below the lower threshold, even below the filter one, of a question unlike the
+    evaluator's training questions: Ambiguous (not Incorrect), and every passage kept (the scores prove
+    nothing there). In the domain the same scores are Incorrect."""
+    question = "What is Ole Krarup's occupation?"
+    web = FakeWeb(["Ole Krarup was a Danish jurist."], score=-0.9)
+
+    def run(domain, guard=True):
+        gen = FakeGenerator("politician")
+        ev = FakeEvaluator({}, default=-0.9, domain=domain)  # below lower (0.0) and filter (-0.5)
+        pipe = Pipeline(FakeRetriever(PASSAGES, support=0.2), ev, TH, gen, web=web, domain_guard=guard)
+        return pipe.run(question), gen
+
+    result, gen = run(["capital"])
+    assert result.action is Action.AMBIGUOUS and result.doubted is True and len(result.internal_knowledge) >= 1
+    assert sum("Krarup" in line for line in reference(gen)) >= 2  # passages and the web's strip alike
+    assert run(["occupation"])[0].action is Action.INCORRECT  # in the domain, the evaluator's doubt stands
+    assert run(["capital"], guard=False)[0].action is Action.INCORRECT  # the paper's rule
+
+
+def test_the_reader_may_say_the_reference_does_not_hold_the_answer_and_that_is_a_not_found_record():
+    """docqa's prompt lets the reader abstain; its abstention is no answer: ``not_found``, basis ``none``, the
+    reader's words kept. popqa's prompt has no abstention (PopQA-like questions are answered as asked)."""
+    passages = ["The pool opens at most 100 connections by default."]
+    question = "Which licence is the library under?"
+
+    def run(reply, task="docqa"):
+        gen = FakeGenerator(reply)
+        streamed: list[str] = []
+        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
+        return pipe.run(question, on_token=streamed.append), gen, "".join(streamed)
+
+    result, gen, streamed = run("Not in the reference.")
+    prompt = gen.messages[-1][1]["content"]
+    assert prompt.endswith(
+        TASKS["docqa"].instruction + " If the reference does not hold the answer, answer only: Not in the reference."
+    )
+    record = to_record(result)
+    assert record["answer"] is None and record["basis"] == "none" and record["reader_answer"] == "Not in the reference."
+    assert (
+        record["not_found"]
+        == "Not found in the indexed documents: the reader found no answer in the 1 passage it read."
+    )
+    assert streamed == "" and result.correct is None
+    result, gen, streamed = run("The pool opens at most 100 connections by default.")
+    assert result.not_found is None and streamed == result.answer
+    result, gen, _ = run("Not in the reference.", task="popqa")  # popqa: the words are an answer like any other
+    assert "If the reference" not in gen.messages[-1][1]["content"] and result.answer == "Not in the reference."

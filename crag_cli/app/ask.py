@@ -47,6 +47,11 @@ def knowledge_notes(result) -> list[str]:
             notes.append(f"web query: {ext.query}")
         if ext.error:
             notes.append(f"web: {ext.error}")
+    if result.doubted:
+        notes.append(
+            "the evaluator doubted the passages read (every score below the lower threshold)"
+            + (": out of its domain that is no proof" if result.in_domain is False else "")
+        )
     if result.not_found is not None:
         notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
     elif not result.knowledge_used:

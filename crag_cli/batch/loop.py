@@ -29,6 +29,7 @@ class Summary:
     ungrounded: int = 0
     not_found: int = 0
     from_model: int = 0
+    doubted: int = 0
     seconds: float = 0.0
     answered_now: int = 0
     lines: int = 0  # the batch's lines, done and to do
@@ -42,6 +43,7 @@ class Summary:
         if rec.get("grounded") is False:
             self.ungrounded += 1
         self.not_found += rec.get("basis") == "none"
+        self.doubted += bool(rec.get("doubted"))
         self.from_model += rec.get("basis") == "model" and rec.get("mode") != "no-retrieval"
         if rec.get("correct") is not None:
             self.graded += 1
@@ -57,6 +59,7 @@ class Summary:
             "ungrounded": self.ungrounded,
             "not_found": self.not_found,
             "from_model": self.from_model,
+            "doubted": self.doubted,
         }
 
     def line(self, resumed: int = 0) -> str:
@@ -67,7 +70,9 @@ class Summary:
         if self.errors:
             parts.append(f"{self.errors} error record(s)")
         if self.not_found:
-            parts.append(f"{self.not_found} not found (nothing read: no answer)")
+            parts.append(f"{self.not_found} not found (nothing read, or no answer in what was read)")
+        if self.doubted:
+            parts.append(f"{self.doubted} read passages the evaluator doubted (doubted: true)")
         if self.from_model:
             parts.append(f"{self.from_model} answered from the model's memory (nothing read)")
         if self.ungrounded:
