@@ -2,11 +2,12 @@
 
     python benchmarks/abstain_variants.py --index IX --questions FILE [--mode crag|rag] [--top-k K] --out OUT.jsonl
 
-Each question is answered once by the pipeline with ``docqa``'s prompt and no abstention (crag with the web off,
-or plain RAG): its answer, whether that answer is grounded in the knowledge read, whether the knowledge holds a
-gold answer. Then, over the same knowledge, the reader is asked again with each abstention instruction of
-:data:`VARIANTS` in place of none, and with :data:`CHECK`, a yes/no question on whether the reference states the
-answer. The prompts share everything up to the instruction, so llama.cpp reuses the cached prefix and each costs
+Each question is answered once by the pipeline with ``docqa``'s prompt, unchecked (crag with the web off, or
+plain RAG): its answer, whether that answer is grounded in the knowledge read, whether the knowledge holds a
+gold answer. Then, over the same knowledge, the reader is asked again with each instruction of :data:`VARIANTS`
+(which let it answer "Not in the reference." itself) in place of docqa's, and with docqa's check
+(:data:`crag_cli.prompts.CHECK`, a yes/no question on whether the reference states the answer: ``check-no`` is
+what crag ships). The prompts share everything up to the instruction, so llama.cpp reuses the cached prefix and each costs
 little more than its reply. Writes one JSON line per question; prints, per way, the answerable and unanswerable
 questions it would answer "Not found". For choosing on diagnosis questions only.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -22,16 +24,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crag_cli import build, prompts  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.prompts import clean_answer  # noqa: E402
+from crag_cli.prompts import CHECK, clean_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
-NOT_IN = prompts.ABSTAIN
+NOT_IN = "Not in the reference."
 VARIANTS = {
     "holds": f"If the reference does not hold the answer, answer only: {NOT_IN}",
     "nothing": f"Only if nothing in the reference answers the question, even in other words, answer: {NOT_IN}",
     "unrelated": f"If the reference is about something else entirely, answer only: {NOT_IN}",
 }
-CHECK = "Does the reference state the answer to the question? Answer yes or no."
+
+
+def abstains(reply: str) -> bool:
+    """Whether ``reply``'s first sentence is :data:`NOT_IN` (ignoring case and punctuation)."""
+    first = re.split(r"[.!?\n]", reply.strip(), maxsplit=1)[0]
+    return bool(first) and re.findall(r"\w+", first.lower()) == re.findall(r"\w+", NOT_IN.lower())
 
 
 def ask(pipe, question: str, knowledge, instruction: str, max_tokens: int) -> str:
@@ -53,9 +60,8 @@ def main() -> None:
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     settings = Settings(index=args.index, task="docqa", **({"top_k": args.top_k} if args.top_k else {}))
     pipe = build.pipeline(settings, with_generator=True)
-    shipped, retry = prompts.TASKS["docqa"], prompts.TASKS["sentence"]
-    for name in ("docqa", "sentence"):  # the first answer: no abstention
-        prompts.TASKS[name] = prompts.Task(**{**prompts.TASKS[name].__dict__, "abstain": None})
+    shipped = prompts.TASKS["docqa"]
+    prompts.TASKS["docqa"] = prompts.Task(**{**shipped.__dict__, "check": None})  # the first answer: unchecked
     ways = ["ungrounded", *VARIANTS, "check-no", "check-no+ungrounded"]
     counts = {w: {"ans": 0, "ans_nf": 0, "unans": 0, "unans_nf": 0} for w in ways}
     with args.out.open("w") as out:
@@ -81,8 +87,8 @@ def main() -> None:
             replies = rec.get("replies", {})
             says = {
                 "ungrounded": result.grounded is False,
-                **{name: shipped.abstains(replies.get(name) or "") for name in VARIANTS},
-                "check-no": (replies.get("check") or "").lower().startswith("no"),
+                **{name: abstains(replies.get(name) or "") for name in VARIANTS},
+                "check-no": shipped.declines(replies.get("check") or ""),
             }
             says["check-no+ungrounded"] = says["check-no"] and says["ungrounded"]
             rec["abstains"] = says
@@ -94,7 +100,7 @@ def main() -> None:
                 kind = "ans" if gold else "unans"
                 c[kind] += 1
                 c[kind + "_nf"] += bool(says[w])
-    prompts.TASKS["docqa"], prompts.TASKS["sentence"] = shipped, retry
+    prompts.TASKS["docqa"] = shipped
     for w, c in counts.items():
         print(
             f"{w}: answerable Not found {c['ans_nf']} / {c['ans']}; unanswerable Not found {c['unans_nf']} / {c['unans']}"

@@ -22,6 +22,7 @@ from typing import Callable, Mapping, Sequence
 from .corpus import Passage
 from .generator import Generation, Generator
 from .index import Hit
+from .prompts import TASKS
 from .refine import Strip, Unread
 from .web import ExternalKnowledge
 
@@ -101,14 +102,18 @@ class FakeWeb:
 class FakeGenerator:
     """Replies ``reply``, streamed word by word; remembers the messages it was given.
 
-    ``reply`` may be a sequence: each call replies the next one (the last one from then on).
+    ``reply`` may be a sequence: each call replies the next one (the last one from then on). A task's check
+    (:attr:`crag_cli.prompts.Task.check`, the prompt's last line) is answered ``check`` instead, its messages
+    remembered apart in ``checks``.
     """
 
     model = "fake"
 
-    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096) -> None:
+    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096, check: str = "Yes.") -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
+        self.check = check
         self.messages: list[list[dict]] = []
+        self.checks: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
     def load(self) -> None:
@@ -116,7 +121,7 @@ class FakeGenerator:
 
     def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
         """A generator with the same replies and its own record of messages."""
-        return FakeGenerator(self.replies, n_ctx or self.n_ctx)
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
@@ -124,6 +129,9 @@ class FakeGenerator:
     def generate(
         self, messages: list[dict], max_tokens: int, on_token: Callable[[str], None] | None = None
     ) -> Generation:
+        if any(t.check and messages[-1]["content"].endswith("\n" + t.check) for t in TASKS.values()):
+            self.checks.append(messages)
+            return Generation(self.check, self.count_tokens(messages), 1)
         self.messages.append(messages)
         self.max_tokens.append(max_tokens)
         reply = self.replies[min(len(self.messages), len(self.replies)) - 1]

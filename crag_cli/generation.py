@@ -2,8 +2,8 @@
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
 question is asked once more; a ``docqa`` answer is its first sentence, the knowledge's own when reworded);
-:func:`not_found` is what a user reads instead when nothing was read, :func:`abstained` when the reader, given
-knowledge, said it does not hold the answer (:attr:`crag_cli.prompts.Task.abstain`).
+:func:`not_found` is what a user reads instead when nothing was read, :func:`abstained` when the reader, asked
+whether what it read states its answer, said no (:attr:`crag_cli.prompts.Task.check`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from .corpus import split_sentences
 from .generator import Generation, Generator
 from .match import is_grounded, quote, restates
-from .prompts import TASKS, KnowledgeItem, clean_answer, fit_knowledge
+from .prompts import TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge
 from .result import Result, Timer
 
 
@@ -29,7 +29,7 @@ def not_found(result: Result, web: bool) -> str:
 
 
 def abstained(result: Result) -> str:
-    """What a user reads instead of an answer when the reader said its knowledge does not hold one."""
+    """What a user reads instead of an answer when the reader said what it read does not state one."""
     ext = result.external_knowledge
     read_web = ext is not None and bool(ext.strips)
     read_passages = bool(result.internal_knowledge) or result.mode in ("rag", "rag+web")
@@ -65,11 +65,24 @@ class GenerationStep:
             return None
         return (answer, kept, gen.prompt_tokens) if answer else None
 
-    def _abstained(self, task: str) -> bool:
-        """Whether the answer is ``task``'s abstention; if so it becomes no answer: ``not_found`` says why and
-        ``reader_answer`` keeps the reader's words."""
-        result = self.result
-        if not TASKS[task].abstains(result.answer or ""):
+    def _declined(self, task: str, kept: list[KnowledgeItem]) -> bool:
+        """Ask ``task``'s :attr:`~crag_cli.prompts.Task.check` over the knowledge ``kept``; when the reader says no,
+        the answer becomes no answer (``not_found`` says why, ``reader_answer`` keeps the reader's words).
+
+        The check's prompt differs from the answer's only in its last line, so the engine's cached prefix serves it:
+        ``prompt_tokens`` grows by that line's tokens, not by the whole prompt.
+        """
+        result, t = self.result, TASKS[task]
+        question = result.question
+        messages = build_messages(question, kept, task, instruction=t.check)
+        try:
+            reply = self.generator.generate(messages, 4)
+        except Exception:  # the answer stands; a model that fails again fails the next question
+            return False
+        prefix = self.generator.count_tokens(build_messages(question, kept, task, instruction=""))
+        result.prompt_tokens = (result.prompt_tokens or 0) + max(reply.prompt_tokens - prefix, 0)
+        result.checked = clean_answer(reply.text, task)
+        if not t.declines(result.checked):
             return False
         result.reader_answer, result.answer = result.answer, None
         result.not_found = abstained(result)
@@ -91,8 +104,8 @@ class GenerationStep:
         does not hold it as it stands (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in
         ``result.reader_answer``.
 
-        An answer that is the task's abstention (:meth:`crag_cli.prompts.Task.abstains`) is no answer: the record's
-        ``not_found`` says so (:func:`abstained`), ``reader_answer`` keeps the reader's words.
+        A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`): when the reader says the
+        reference does not state it, it is no answer (:meth:`_declined`).
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
@@ -101,22 +114,20 @@ class GenerationStep:
         with Timer(result.timings, "generate"):
             try:
                 t = TASKS[task]
-                whole = bool(items) and (t.retry is not None or t.quote or t.abstain is not None)
+                whole = bool(items) and (t.retry is not None or t.quote or t.check is not None)
                 result.answer, kept, gen = self._ask(result.question, items, task, None if whole else on_token)
                 result.prompt_tokens = gen.prompt_tokens
                 result.knowledge_used = kept
-                if kept and self._abstained(task):  # the reader says the knowledge holds no answer
-                    return gen
                 retry = TASKS[task].retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = self._ask_again(items, retry) if retry and restates(result.answer, result.question) else None
                 if again is not None:
                     result.restated, (result.answer, kept, tokens) = result.answer, again
                     result.knowledge_used = kept
                     result.prompt_tokens += tokens
-                    if self._abstained(retry):
-                        return gen
                 if TASKS[task].quote and kept:
                     self._quote(kept)
+                if TASKS[task].check and kept and result.answer and self._declined(task, kept):
+                    return gen
                 if whole and on_token is not None:
                     on_token(result.answer)
                 if TASKS[task].grounded and result.mode != "no-retrieval":

@@ -224,7 +224,7 @@ class Pipeline:
     def act(self, result: Result) -> Result:
         """The action's knowledge (read by :meth:`reader_strips`): Correct refines the kept passages, Incorrect searches
         the web, Ambiguous both. Incorrect with no web strip (web off, failed, empty) keeps its passages all the same:
-        they are what crag has (the record's ``doubted``; the reader may abstain, ``Task.abstain``)."""
+        they are what crag has (the record's ``doubted``; the reader may still say no answer, ``Task.check``)."""
         ambiguous = result.action is Action.AMBIGUOUS  # its reading compares each strip's share of the question
         if result.action in (Action.CORRECT, Action.AMBIGUOUS):
             internal = self._internal(result)

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 # 5: the docqa task: a question that does not ask for a name, a place... is answered with the reference's sentence.
 # 6: a docqa answer that only restates the question is asked again for the reference's sentence (docqa's ``Task.retry``).
 # 7: a title is shown once for consecutive knowledge items of one document.
-# 8: docqa (and its retry) may answer that the reference does not hold the answer (``Task.abstain``).
+# 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
 PROMPT_VERSION = 8
 
 SYSTEM = (
@@ -36,9 +36,10 @@ class Task:
     is a phrase the knowledge can contain, so the record says whether it does. ``retry``: the task asked once
     more, over the same knowledge, when the answer only restates the question (:func:`crag_cli.match.restates`),
     or ``None``. ``quote``: the answer is its first sentence, or the knowledge's sentence that one was drawn
-    from when the knowledge does not hold it as it stands (:func:`crag_cli.match.quote`). ``abstain``: the words
-    the instruction lets the reader answer when the reference does not hold the answer (:meth:`abstains`), or
-    ``None``. ``selectable``: a task a user may ask for (``--task``); ``sentence`` is only a retry.
+    from when the knowledge does not hold it as it stands (:func:`crag_cli.match.quote`). ``check``: a yes/no
+    question asked once the answer stands, over the same knowledge (a prompt that shares all but its last line
+    with the answer's): "no" (:meth:`declines`) makes the answer "Not found", or ``None``. ``selectable``: a task
+    a user may ask for (``--task``); ``sentence`` is only a retry.
     """
 
     name: str
@@ -48,42 +49,25 @@ class Task:
     grounded: bool = False
     retry: str | None = None
     quote: bool = False
-    abstain: str | None = None
+    check: str | None = None
     selectable: bool = True
 
-    def abstains(self, answer: str) -> bool:
-        """Whether ``answer``'s first sentence is the task's abstention (its :attr:`abstain` words, ignoring case
-        and punctuation).
+    def declines(self, reply: str) -> bool:
+        """Whether the reader's ``reply`` to :attr:`check` is no.
 
         Examples
         --------
-        >>> TASKS["docqa"].abstains("Not in the reference."), TASKS["docqa"].abstains("not in the reference")
-        (True, True)
-        >>> TASKS["docqa"].abstains("Not in the reference. It covers pools only.")
-        True
-        >>> TASKS["docqa"].abstains("It is not in the reference list of 2019 strains"), TASKS["popqa"].abstains("x")
+        >>> TASKS["docqa"].declines("No."), TASKS["docqa"].declines("no, it does not"), TASKS["docqa"].declines("Yes")
+        (True, True, False)
+        >>> TASKS["docqa"].declines("Not stated"), TASKS["popqa"].declines("No")
         (False, False)
         """
-        if not self.abstain:
-            return False
-        first = re.split(r"[.!?\n]", answer.strip(), maxsplit=1)[0]
-        return bool(first) and _words(first) == _words(self.abstain)
-
-    @property
-    def full_instruction(self) -> str:
-        """The instruction as the prompt gives it: with the abstention, when the task has one."""
-        if not self.abstain:
-            return self.instruction
-        return f"{self.instruction} If the reference does not hold the answer, answer only: {self.abstain}"
+        return self.check is not None and re.match(r"\s*no\b", reply, re.IGNORECASE) is not None
 
 
-def _words(text: str) -> list[str]:
-    """Lower-cased words of ``text``, punctuation dropped (how an abstention is recognised)."""
-    return re.findall(r"\w+", text.lower())
-
-
-# What docqa's reader says when the reference does not hold the answer (mapped to the record's ``not_found``).
-ABSTAIN = "Not in the reference."
+# docqa's check: does what the reader read state the answer? (issue 64: chosen on docsqa's diagnosis questions
+# against instructions that let the reader answer "Not in the reference." itself, docs/benchmarks.md)
+CHECK = "Does the reference state the answer to the question? Answer yes or no."
 
 
 TASKS: dict[str, Task] = {
@@ -108,14 +92,13 @@ TASKS: dict[str, Task] = {
             # for "What does the pass statement do?"): asked once more for the reference's sentence
             retry="sentence",
             quote=True,
-            abstain=ABSTAIN,
+            check=CHECK,
         ),
         Task(
             "sentence",  # not a task a user asks for: docqa's second ask
             "Answer with the sentence of the reference that answers the question. No explanation.",
             64,
             short_answer=True,
-            abstain=ABSTAIN,
             selectable=False,
         ),
         Task("bio", "Write a short factual biography paragraph about the person.", 300),
@@ -189,7 +172,9 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     return "\n".join(lines)
 
 
-def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "popqa") -> list[dict]:
+def build_messages(
+    question: str, items: Sequence[KnowledgeItem], task: str = "popqa", instruction: str | None = None
+) -> list[dict]:
     """Chat messages for ``question`` with the given knowledge and the task's instruction.
 
     Parameters
@@ -199,6 +184,8 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
         May be empty: the prompt then says that no reference was found.
     task : {"popqa", "docqa", "bio", "pubqa", "arc"}
         Or ``sentence``, docqa's second ask (:attr:`Task.retry`).
+    instruction : str, optional
+        The prompt's last line instead of the task's instruction (its :attr:`Task.check`).
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES[1:])}")
@@ -206,8 +193,7 @@ def build_messages(question: str, items: Sequence[KnowledgeItem], task: str = "p
         reference = f"<<<REFERENCE\n{render_knowledge(items)}\nREFERENCE>>>\n\n"
     else:
         reference = "No reference knowledge was found; answer from what you know.\n\n"
-    instruction = TASKS[task].full_instruction if items else TASKS[task].instruction  # no reference: no abstention
-    user = f"{reference}Question: {neutralise(question)}\n{instruction}"
+    user = f"{reference}Question: {neutralise(question)}\n{TASKS[task].instruction if instruction is None else instruction}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 

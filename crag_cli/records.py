@@ -54,6 +54,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "grounded": result.grounded,
         "restated": result.restated,
         "reader_answer": result.reader_answer,
+        "checked": result.checked,
         "prompt_tokens": result.prompt_tokens,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "error": result.error,

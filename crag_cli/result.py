@@ -50,6 +50,7 @@ class Result:
     not_found: str | None = None  # why no answer was generated: nothing read and no --model-knowledge
     restated: str | None = None  # a first answer that only restated the question, asked again (Task.retry)
     reader_answer: str | None = None  # the reader's own answer when the answer given differs (Task.quote)
+    checked: str | None = None  # the reader's reply to its task's check: does what it read state the answer?
     prompt_tokens: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None

@@ -178,7 +178,7 @@ def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
     from crag_cli.prompts import TASKS
 
     user = build_messages("Why?", [KnowledgeItem("Because of X.", "d1")], task="docqa")[1]["content"]
-    assert user.endswith(TASKS["docqa"].full_instruction) and "sentence of the reference" in user
+    assert user.endswith(TASKS["docqa"].instruction) and "sentence of the reference" in user
     assert TASKS["docqa"].max_tokens > TASKS["popqa"].max_tokens
     assert (
         clean_answer("\nBecause of X, the rate fell.\nExplanation follows.", "docqa") == "Because of X, the rate fell."

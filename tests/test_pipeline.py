@@ -4,7 +4,7 @@ from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.pipeline import Pipeline
 from crag_cli.app.ask import answer_notes
-from crag_cli.prompts import TASKS, build_messages
+from crag_cli.prompts import CHECK, TASKS, build_messages
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -83,9 +83,9 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
         gen = FakeGenerator("politician")
         pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES, domain=domain), TH, gen, task=task)
         result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
-        return result, gen.messages[-1][1]["content"], gen.max_tokens[-1]
+        return result, gen.messages[0][1]["content"], gen.max_tokens[0]  # the answer's prompt (docqa's check follows)
 
-    docqa, popqa = TASKS["docqa"].full_instruction, TASKS["popqa"].full_instruction
+    docqa, popqa = TASKS["docqa"].instruction, TASKS["popqa"].instruction
     for mode in ("crag", "rag"):  # plain RAG asks the evaluator's domain too (no passage is scored)
         result, prompt, max_tokens = run(["capital"], mode)  # out of the domain
         assert prompt.endswith(docqa) and max_tokens == TASKS["docqa"].max_tokens, mode
@@ -119,13 +119,14 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
 
     result, gen, streamed = run("The pass statement", "When it is executed, nothing happens.")
     assert result.answer == "When it is executed, nothing happens." and result.restated == "The pass statement"
-    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(TASKS["sentence"].full_instruction)
+    assert len(gen.messages) == 2 and gen.messages[1][1]["content"].endswith(TASKS["sentence"].instruction)
     assert "null operation" in gen.messages[1][1]["content"]  # the same knowledge, asked again
     assert streamed == "When it is executed, nothing happens."  # the restating answer was held back, not shown
     record = to_record(result)
     assert record["restated"] == "The pass statement" and record["answer"] == result.answer
     assert result.grounded is True  # judged on the answer given
-    assert result.prompt_tokens == sum(gen.count_tokens(m) for m in gen.messages)  # both prompts read
+    # both prompts read, and the check's last line (its prefix is the answer's, cached by the engine)
+    assert result.prompt_tokens == sum(gen.count_tokens(m) for m in gen.messages) + len(CHECK.split())
 
     result, gen, streamed = run("A null operation: when it is executed", "never asked")  # an answer of its own
     assert result.answer == "A null operation: when it is executed" and result.restated is None
@@ -568,31 +569,40 @@ def test_out_of_its_domain_the_evaluators_doubt_is_not_proof_every_passage_is_re
     assert run(["capital"], guard=False)[0].action is Action.INCORRECT  # the paper's rule
 
 
-def test_the_reader_may_say_the_reference_does_not_hold_the_answer_and_that_is_a_not_found_record():
-    """docqa's prompt lets the reader abstain; its abstention is no answer: ``not_found``, basis ``none``, the
-    reader's words kept. popqa's prompt has no abstention (PopQA-like questions are answered as asked)."""
+def test_a_docqa_answer_the_reader_says_its_reference_does_not_state_is_a_not_found_record():
+    """docqa's answer is checked over the same knowledge (a prompt that differs only in its last line): when the
+    reader says the reference does not state the answer, there is no answer: ``not_found``, basis ``none``, the
+    reader's words kept. popqa's short phrase is not checked (PopQA-like questions are answered as asked)."""
     passages = ["The pool opens at most 100 connections by default."]
     question = "Which licence is the library under?"
 
-    def run(reply, task="docqa"):
-        gen = FakeGenerator(reply)
+    def run(reply, check, task="docqa", gen=None):
+        gen = gen or FakeGenerator(reply, check=check)
         streamed: list[str] = []
         pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
         return pipe.run(question, on_token=streamed.append), gen, "".join(streamed)
 
-    result, gen, streamed = run("Not in the reference.")
-    prompt = gen.messages[-1][1]["content"]
-    assert prompt.endswith(
-        TASKS["docqa"].instruction + " If the reference does not hold the answer, answer only: Not in the reference."
-    )
+    result, gen, streamed = run("BSD", "No.")
+    answer_prompt, check_prompt = gen.messages[0][1]["content"], gen.checks[0][1]["content"]
+    assert answer_prompt.endswith(TASKS["docqa"].instruction) and check_prompt.endswith("\n" + CHECK)
+    assert answer_prompt.rsplit("\n", 1)[0] == check_prompt.rsplit("\n", 1)[0]  # all but the last line shared
     record = to_record(result)
-    assert record["answer"] is None and record["basis"] == "none" and record["reader_answer"] == "Not in the reference."
-    assert (
-        record["not_found"]
-        == "Not found in the indexed documents: the reader found no answer in the 1 passage it read."
-    )
-    assert streamed == "" and result.correct is None
-    result, gen, streamed = run("The pool opens at most 100 connections by default.")
-    assert result.not_found is None and streamed == result.answer
-    result, gen, _ = run("Not in the reference.", task="popqa")  # popqa: the words are an answer like any other
-    assert "If the reference" not in gen.messages[-1][1]["content"] and result.answer == "Not in the reference."
+    assert record["answer"] is None and record["basis"] == "none" and record["reader_answer"] == "BSD"
+    assert record["checked"] == "No." and result.correct is None and streamed == ""
+    assert answer_notes(result) == ["note: the reader answered 'BSD', then said its reference does not state it"]
+    nf = "Not found in the indexed documents: the reader found no answer in the 1 passage it read."
+    assert record["not_found"] == nf
+    assert result.prompt_tokens == gen.count_tokens(gen.messages[0]) + len(CHECK.split())
+    result, gen, streamed = run("100", "Yes, it does.")
+    assert result.not_found is None and result.answer == "100" == streamed and result.checked == "Yes, it does."
+    result, gen, _ = run("BSD", "No.", task="popqa")  # popqa: never checked
+    assert result.answer == "BSD" and gen.checks == [] and result.checked is None
+
+    class CheckFails(FakeGenerator):
+        def generate(self, messages, max_tokens, on_token=None):
+            if messages[-1]["content"].endswith(CHECK):
+                raise RuntimeError("model gone")
+            return super().generate(messages, max_tokens, on_token)
+
+    result, gen, streamed = run(None, None, gen=CheckFails("100"))  # a check that fails: the answer stands
+    assert result.answer == "100" and result.error is None and result.checked is None

@@ -79,7 +79,9 @@ def answer_notes(result) -> list[str]:
             f"note: the first answer ({result.restated!r}) only restated the question: "
             "asked again for the reference's sentence"
         )
-    if result.reader_answer is not None:
+    if result.reader_answer is not None and result.not_found is not None:
+        notes.append(f"note: the reader answered {result.reader_answer!r}, then said its reference does not state it")
+    elif result.reader_answer is not None:
         notes.append(f"note: the reader answered {result.reader_answer!r}: given as the sentence asked for")
     if result.grounded is False:
         notes.append("note: the answer occurs nowhere in the knowledge it was given (grounded: false)")
