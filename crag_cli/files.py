@@ -12,6 +12,7 @@ Rules every command follows (docs/files-and-safety.md, "Your files"):
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -46,6 +47,14 @@ def refuse_input(output: Path, inputs: Iterable[Path]) -> None:
 def check_output_file(path: Path, what: str = "output") -> None:
     """An output file must be a file name in an existing folder (checked before any model loads)."""
     path = Path(path)
+    try:
+        os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        pass  # a new name (or a link to one): written in place
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CragError(f"the {what} {path} is a loop of symbolic links; give a file name") from None
+        raise CragError(f"cannot write the {what} {path}: {exc.strerror or exc}") from None
     if str(path).endswith(("/", os.sep)) or path.is_dir():
         raise CragError(f"the {what} {path} is a folder; give a file name")
     parent = path.parent

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 from ..version import __version__
 from .. import build as builder
 from .. import settings_info
-from ..errors import CragError, one_line
+from ..errors import CragError, one_line, os_problem, shorten
 from ..config import load_settings
 from ..settings import GROUPS, Settings, SettingsError
 
@@ -42,11 +42,19 @@ class CragGroup(TyperGroup):
             ctx = getattr(exc, "ctx", None)
             if ctx is not None:
                 hint = f" (see: {ctx.command_path} --help)"
-            sys.stderr.write(f"crag: error: {_lower_first(exc.format_message())}{hint}\n")
+            sys.stderr.write(f"crag: error: {one_line(_lower_first(exc.format_message()))}{hint}\n")
             code = 1
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("crag: interrupted\n")
             code = 130
+        except OSError as exc:  # a path the system refuses (too long, a loop, not a folder) that no check caught
+            sys.stderr.write(f"crag: error: {os_problem(exc)}\n")
+            code = 1
+        except RuntimeError as exc:  # Python 3.11's Path.resolve() reports a symbolic link loop so
+            if not str(exc).startswith("Symlink loop"):
+                raise
+            sys.stderr.write(f"crag: error: {one_line(exc)}\n")
+            code = 1
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
@@ -100,7 +108,7 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def warn(message: str) -> None:
-    err.print(f"crag: warning: {message}", markup=False, highlight=False)
+    err.print(f"crag: warning: {shorten(message)}", markup=False, highlight=False)
 
 
 def _version(value: bool) -> None:

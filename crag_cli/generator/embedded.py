@@ -32,6 +32,17 @@ def cache_dir() -> Path:
     return Path(base) / "crag"
 
 
+def check_cache_dir() -> None:
+    """Fail early when crag's cache folder cannot be made: a file on its path, a name the system refuses."""
+    folder = cache_dir()
+    try:
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    except OSError as exc:
+        raise ModelError(f"cannot use the cache folder {folder} (CRAG_CACHE_DIR): {exc.strerror or exc}") from None
+    if existing is not None and not existing.is_dir():
+        raise ModelError(f"cannot use the cache folder {folder} (CRAG_CACHE_DIR): {existing} is a file")
+
+
 def sha256_file(path: Path) -> str:
     found = files.digest(path)
     if found is None:
@@ -66,6 +77,8 @@ def check_model(name_or_path: str) -> None:
     model = embedded(name_or_path)
     if model is not None and model.missing_packages():
         raise ModelError(missing_message(model))
+    if model is not None and model.split:  # assembled into the cache folder
+        check_cache_dir()
 
 
 def model_parts(model: EmbeddedModel) -> list[Path]:
