@@ -2,7 +2,7 @@
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
 question is asked once more; a ``docqa`` answer is its first sentence, the knowledge's own when reworded);
-:func:`not_found` is what a user reads instead when nothing was read, :func:`abstained` when the reader, asked
+:func:`not_found` is what a user reads instead when nothing was read, :func:`not_stated` when the reader, asked
 whether what it read states its answer, said no (:attr:`crag_cli.prompts.Task.check`).
 """
 
@@ -28,8 +28,8 @@ def not_found(result: Result, web: bool) -> str:
     return "Not found in the indexed documents or on the web."
 
 
-def abstained(result: Result) -> str:
-    """What a user reads instead of an answer when the reader said what it read does not state one."""
+def not_stated(result: Result) -> str:
+    """What a user reads instead of an answer when the reader's check said what it read does not state one."""
     ext = result.external_knowledge
     read_web = ext is not None and bool(ext.strips)
     read_passages = bool(result.internal_knowledge) or result.mode in ("rag", "rag+web")
@@ -85,7 +85,7 @@ class GenerationStep:
         if not t.declines(result.checked):
             return False
         result.reader_answer, result.answer = result.answer, None
-        result.not_found = abstained(result)
+        result.not_found = not_stated(result)
         return True
 
     def _quote(self, kept: list[KnowledgeItem]) -> None:

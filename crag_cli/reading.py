@@ -105,9 +105,7 @@ class ActionReading:
         internal = strongest_first(evidence.internal, self.ranking) if self.refined else list(evidence.internal)
         external = strongest_first(evidence.external, self.ranking)
         if evidence.action is Action.INCORRECT and not external and internal:
-            return Reading(
-                within_words(self.strong(distinct(internal)), self.read_words), "the doubted passages (no web)"
-            )
+            return Reading(self.passages(internal), "the doubted passages (no web)")
         if evidence.action is not Action.AMBIGUOUS:
             correct = evidence.action is Action.CORRECT
             only = internal if correct else external
@@ -117,11 +115,15 @@ class ActionReading:
         lead, other = (self.strong(internal), external) if passages_lead else (external, internal)
         names = ("the passages", "the web's strips") if passages_lead else ("the web's strips", "the passages")
         if not (close and other):
-            chosen = within_words(lead, self.read_words) if passages_lead else self.alone(external, Action.INCORRECT)
+            chosen = self.passages(internal) if passages_lead else self.alone(external, Action.INCORRECT)
             return Reading(chosen, f"{names[0]} (they hold more of the question)")
         best = other[0]
         chosen = distinct(within_words(lead, self.read_words - len(best.text.split())) + [best])
         return Reading(chosen, f"{names[0]}, then the best of {names[1]} (both hold the question alike)")
+
+    def passages(self, internal: list[Strip]) -> list[Strip]:
+        """The passages read when they lead alone: the :meth:`strong` ones, in order, within ``read_words``."""
+        return within_words(self.strong(distinct(internal)), self.read_words)
 
     def strong(self, passages: list[Strip]) -> list[Strip]:
         """The first passage and those whose support is at least ``read_share`` of the best one's, in order.
