@@ -1,6 +1,7 @@
 import json
 import socket
 import time
+import tracemalloc
 
 import pytest
 from typer.testing import CliRunner
@@ -133,6 +134,24 @@ def test_fetcher_limits(web):
     assert "non-public address 127.0.0.1" in refused.error
 
 
+def test_packed_pages_are_unpacked_and_an_encoding_without_a_decoder_is_refused(web):
+    fetcher = Fetcher(timeout=5.0, trusted_hosts=("127.0.0.1",))
+    paths = ("/gzip", "/deflate", "/raw-deflate", "/br")
+    pages = dict(zip(paths, fetcher.fetch_all([f"{web.url}{p}" for p in paths])))
+    for path in ("/gzip", "/deflate", "/raw-deflate"):
+        page = pages[path]
+        assert page.error is None and not page.truncated and "bronze birds" in page.body, (path, page)
+    assert pages["/br"].error == "unsupported content encoding br" and pages["/br"].body == ""  # not its packed bytes
+
+
+def test_a_bomb_in_three_layers_is_cut_at_the_byte_limit(web):
+    fetcher = Fetcher(timeout=5.0, max_bytes=100_000, trusted_hosts=("127.0.0.1",))
+    page = fetcher.fetch_all([f"{web.url}/bomb?mib=64&layers=3"])[0]
+    assert page.error is None and page.truncated and page.body == "a" * 100_000
+    six = Fetcher(trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/bomb?mib=1&layers=6"])[0]
+    assert six.error == "6 content encodings (at most 5 are unpacked)"
+
+
 def test_searxng_backend(web):
     results = SearxngBackend(web.url, allow_private=False).search("zorblat", 3)  # its own host is trusted
     assert [r.url for r in results] == [
@@ -200,6 +219,18 @@ def test_a_duckduckgo_answer_that_drips_ends_at_its_timeout(web):
 def test_a_huge_searxng_answer_is_not_read_to_its_end(web):
     with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
         SearxngBackend(f"{web.url}/huge", timeout=5.0).search("x", 3)
+
+
+def test_a_searxng_answer_gzipped_into_a_bomb_is_not_unpacked_past_its_limit(web):
+    """2.5 kB on the wire, 1 GiB unpacked (``gzip, gzip``): given up at 4 MB, never unpacked whole."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
+            SearxngBackend(f"{web.url}/bomb", timeout=5.0).search("x", 3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000_000, peak  # the 4 MB read and the steps that made them; 2 GB before
 
 
 def test_ddgs_contract_real_parser_against_local_server(web):

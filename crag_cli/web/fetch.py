@@ -15,6 +15,7 @@ from ..corpus import paragraphs
 from ..readers import html_main_text
 from ..errors import one_line
 from ..version import __version__
+from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
 
 USER_AGENT = f"crag-cli/{__version__} (corrective question answering; https://pypi.org/project/crag-cli/)"
 ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -106,7 +107,8 @@ class Fetcher:
         Connect and read timeout; a whole page (every redirect, and a body that trickles in) is given up
         after :func:`whole_limit` of it (twice it).
     max_bytes : int
-        Bodies are cut at this size (the page is marked ``truncated``).
+        Bodies are cut at this size (the page is marked ``truncated``), as they are unpacked (gzip, deflate,
+        stacked): a page that unpacks to more is never unpacked further (:mod:`.unpack`).
     allow_private : bool
         Allow loopback/private/link-local addresses.
     trusted_hosts : sequence of str
@@ -139,7 +141,7 @@ class Fetcher:
             timeout=timeout,
             verify=tls_context(),
             follow_redirects=False,
-            headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES)},
+            headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES), "Accept-Encoding": ACCEPT_ENCODING},
         ) as client:
             return list(await asyncio.gather(*(self._fetch_bounded(client, u) for u in urls)))
 
@@ -171,16 +173,11 @@ class Fetcher:
                     ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
                     if ctype not in ALLOWED_TYPES:
                         return Page(url, resp.status_code, f"unsupported content type {ctype or '(none)'}")
-                    chunks, size, truncated = [], 0, False
-                    async for chunk in resp.aiter_bytes():
-                        chunks.append(chunk)
-                        size += len(chunk)
-                        if size >= self.max_bytes:
-                            truncated = True
-                            break
-                    body = b"".join(chunks)[: self.max_bytes]
+                    body, truncated = await read_bounded(resp, self.max_bytes)  # cut as it is unpacked
                     text = body.decode(resp.encoding or "utf-8", errors="replace")
                     return Page(url, resp.status_code, None, ctype, text, truncated)
+            except UnpackError as exc:
+                return Page(url, resp.status_code, str(exc))
             except httpx.TimeoutException:
                 return Page(url, error=f"timed out after {self.timeout:g} s")
             except (httpx.HTTPError, httpx.InvalidURL, ValueError, UnicodeError) as exc:  # a bad URL or redirect
