@@ -40,11 +40,51 @@ def whole_limit(timeout: float) -> float:
     return timeout * 2
 
 
+# Not globally reachable (IANA's special-purpose registries) though some Python 3.11 releases' ``is_global`` says so.
+NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8, dummy; .9 and .10, anycast: no web pages either)
+        "192.88.99.0/24",  # 6to4 relay anycast, deprecated
+        "64:ff9b:1::/48",  # NAT64 for local use: where its IPv4 address sits is the network's choice
+        "100:0:0:1::/64",  # dummy prefix
+        "3fff::/20",  # documentation
+        "5f00::/16",  # segment routing (SRv6) identifiers
+        "fec0::/10",  # site-local, deprecated
+    )
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the IPv4 address is its last 32 bits
+
+
+def unwrapped(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The IPv4 address an IPv6 address carries (IPv4-mapped, 6to4, NAT64's well-known prefix), else ``addr``.
+
+    >>> str(unwrapped(ipaddress.ip_address("2002:7f00:1::"))), str(unwrapped(ipaddress.ip_address("64:ff9b::a00:1")))
+    ('127.0.0.1', '10.0.0.1')
+    """
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr in NAT64:
+            return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+        return addr.ipv4_mapped or addr.sixtofour or addr
+    return addr
+
+
 def address_is_public(ip: str) -> bool:
-    """Whether ``ip`` is a globally routable unicast address (not loopback, private, link-local, ...)."""
+    """Whether ``ip`` is a globally reachable unicast address, and so is the IPv4 address it carries, if any.
+
+    Refuses loopback, private, link-local, shared (100.64.0.0/10), benchmarking, documentation, multicast,
+    reserved and the other special-purpose ranges, in IPv4 and IPv6, and IPv6 addresses that wrap one of them
+    (6to4 ``2002:7f00:1::`` is 127.0.0.1). Teredo (2001::/32), whose client address is hidden, is never public.
+
+    >>> [address_is_public(a) for a in ("8.8.8.8", "2002:808:808::", "192.0.0.8", "2002:7f00:1::", "2001::1")]
+    [True, True, False, False, False]
+    """
     addr = ipaddress.ip_address(ip)
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
-        addr = addr.ipv4_mapped
+    if isinstance(addr, ipaddress.IPv6Address) and addr.teredo:
+        return False
+    addr = unwrapped(addr)
+    if any(addr in net for net in NOT_GLOBAL):
+        return False
     return addr.is_global and not (addr.is_multicast or addr.is_reserved or addr.is_unspecified)
 
 
