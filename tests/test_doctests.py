@@ -22,6 +22,8 @@ import pytest
         "crag_cli.train.data",
         "crag_cli.reading",
         "crag_cli.batch.identity",
+        "crag_cli.web.fetch",
+        "crag_cli.web.unpack",
     ],
 )
 def test_docstring_examples(module):

@@ -849,6 +849,41 @@ def test_a_page_of_50_mb_is_cut_and_a_dripping_page_ends_at_its_deadline():
     assert 0.9 < took < 3, took  # the whole page's limit: twice --fetch-timeout
 
 
+_FETCH_BOMBS = """
+import json, sys, time, tracemalloc
+from crag_cli.web.fetch import Fetcher
+Fetcher(allow_private=True).fetch_all([sys.argv[1] + "/notes.txt"])  # what any page costs: imports, a first fetch
+for timeout, path in ((5, "/bomb?mib=1024&layers=2"), (0.5, "/bomb?mib=1024&layers=3&empty=1")):
+    tracemalloc.start()  # in a process of its own: what the fetch holds at its peak, whatever the tests before held
+    started = time.perf_counter()
+    page = Fetcher(timeout, max_bytes=2_000_000, allow_private=True).fetch_all([sys.argv[1] + path])[0]
+    took = time.perf_counter() - started
+    peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    print(json.dumps({"error": page.error, "truncated": page.truncated, "body": len(page.body),
+                      "only_a": set(page.body) == {"a"}, "took": took, "peak_mb": peak_mb}))
+"""
+
+
+def test_a_page_gzipped_into_a_bomb_is_cut_at_the_byte_limit_as_it_is_unpacked_and_within_the_page_limit():
+    """Issue 66: 2.5 kB on the wire, ``Content-Encoding: gzip, gzip``, 1 GiB unpacked: 2 MB are kept, and neither
+    the memory nor the time of the fetch grows with what the page would unpack to (3 GB and 235 s before). A page
+    that unpacks to nothing, slowly (4 kB, three layers, 1 GiB of empty deflate blocks inside), ends at the page's
+    limit, twice --fetch-timeout: unpacking is done in steps, with the timer let in between them."""
+    from webserver import gzip_bomb
+
+    gzip_bomb(1024, 2), gzip_bomb(1024, 3, empty=True)  # made before they are asked for: not in the read timeout
+    with LocalWeb() as web:
+        proc = subprocess.run([sys.executable, "-c", _FETCH_BOMBS, web.url], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    bomb, empty = map(json.loads, proc.stdout.splitlines())
+    assert bomb["error"] is None and bomb["truncated"] and bomb["body"] == 2_000_000 and bomb["only_a"], bomb
+    assert bomb["took"] < 5, bomb  # well within the page's limit (10 s): nothing is unpacked that is not kept
+    assert bomb["peak_mb"] < 50, bomb  # the page's 2 MB (and its text) and the steps that make it, not the 1 GiB
+    assert empty["error"] == "timed out after 1 s" and empty["body"] == 0, empty
+    assert empty["took"] < 2.5 and empty["peak_mb"] < 50, empty  # 1 GiB unpacked in the middle layer before
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is ``pid`` (Linux's /proc)."""
     found = []

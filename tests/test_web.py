@@ -1,6 +1,7 @@
 import json
 import socket
 import time
+import tracemalloc
 
 import pytest
 from typer.testing import CliRunner
@@ -10,7 +11,7 @@ from crag_cli.evaluator import MiniLMEvaluator
 from crag_cli.generator import Generation
 from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from crag_cli.web.cache import DiskCache
-from crag_cli.web.fetch import Fetcher, check_url
+from crag_cli.web.fetch import Fetcher, address_is_public, check_url
 from crag_cli.web.rewrite import accept_query, keyword_query, rewrite_query
 from crag_cli.web.stage import WebSearch
 from crag_cli.web import SearchResult
@@ -83,6 +84,37 @@ def test_url_guard():
     assert check_url("http://127.0.0.1:9/x", False, trusted_hosts=("127.0.0.1",)) is None
 
 
+# Loopback, private and the other special-purpose ranges, as written in a URL: IPv4 in its other spellings, IPv6,
+# and IPv6 addresses that wrap an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4), Teredo.
+NON_PUBLIC_HOSTS = (
+    *("127.0.0.1", "127.1", "2130706433", "0x7f000001", "0.0.0.0", "10.1.2.3", "172.16.0.1", "192.168.1.1"),
+    *("169.254.169.254", "100.64.0.1", "198.18.0.1", "192.0.2.1", "224.0.0.1", "240.0.0.1", "255.255.255.255"),
+    *("192.0.0.8", "192.0.0.9", "192.88.99.1"),
+    *("[::1]", "[::]", "[::ffff:127.0.0.1]", "[::127.0.0.1]", "[fc00::1]", "[fe80::1]", "[ff02::1]", "[fec0::1]"),
+    *("[64:ff9b::7f00:1]", "[64:ff9b:1::7f00:1]", "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "[2001:db8::1]"),
+    *("[2002:7f00:1::]", "[2002:a00:1::]", "[2002:c0a8:101::1]", "[3fff::1]", "[5f00::1]"),
+)
+
+
+def test_every_form_of_a_non_public_address_is_refused_and_nothing_is_fetched():
+    with LocalWeb() as web:
+        port = web.server.server_address[1]
+        urls = [f"http://{host}:{port}/wiki/Zorblat_Quintana" for host in NON_PUBLIC_HOSTS]
+        pages = Fetcher(timeout=1.0).fetch_all(urls)
+        assert web.server.requests == []  # 0.0.0.0, 127.1 and the like reach this server when they are let through
+    let_through = {p.url: p.error for p in pages if "non-public address" not in (p.error or "")}
+    assert not let_through and all(p.error.startswith("refused: ") for p in pages)
+
+
+@pytest.mark.parametrize(
+    "ip", ["8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::", "64:ff9b::808:808"]
+)
+def test_a_public_address_passes_the_guard_also_wrapped_in_ipv6(ip):
+    assert address_is_public(ip)
+    host = f"[{ip}]" if ":" in ip else ip
+    assert check_url(f"http://{host}/", False) is None
+
+
 def test_searches_and_fetches_share_one_tls_context(web, monkeypatch):
     import httpx
 
@@ -131,6 +163,24 @@ def test_fetcher_limits(web):
     assert all(ua.startswith("crag-cli/") for path, ua in web.server.requests if path == "/wiki/Zorblat_Quintana")
     refused = Fetcher(allow_private=False).fetch_all([f"{web.url}/wiki/Zorblat_Quintana"])[0]
     assert "non-public address 127.0.0.1" in refused.error
+
+
+def test_packed_pages_are_unpacked_and_an_encoding_without_a_decoder_is_refused(web):
+    fetcher = Fetcher(timeout=5.0, trusted_hosts=("127.0.0.1",))
+    paths = ("/gzip", "/deflate", "/raw-deflate", "/br")
+    pages = dict(zip(paths, fetcher.fetch_all([f"{web.url}{p}" for p in paths])))
+    for path in ("/gzip", "/deflate", "/raw-deflate"):
+        page = pages[path]
+        assert page.error is None and not page.truncated and "bronze birds" in page.body, (path, page)
+    assert pages["/br"].error == "unsupported content encoding br" and pages["/br"].body == ""  # not its packed bytes
+
+
+def test_a_bomb_in_three_layers_is_cut_at_the_byte_limit(web):
+    fetcher = Fetcher(timeout=5.0, max_bytes=100_000, trusted_hosts=("127.0.0.1",))
+    page = fetcher.fetch_all([f"{web.url}/bomb?mib=64&layers=3"])[0]
+    assert page.error is None and page.truncated and page.body == "a" * 100_000
+    six = Fetcher(trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/bomb?mib=1&layers=6"])[0]
+    assert six.error == "6 content encodings (at most 5 are unpacked)"
 
 
 def test_searxng_backend(web):
@@ -200,6 +250,18 @@ def test_a_duckduckgo_answer_that_drips_ends_at_its_timeout(web):
 def test_a_huge_searxng_answer_is_not_read_to_its_end(web):
     with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
         SearxngBackend(f"{web.url}/huge", timeout=5.0).search("x", 3)
+
+
+def test_a_searxng_answer_gzipped_into_a_bomb_is_not_unpacked_past_its_limit(web):
+    """2.5 kB on the wire, 1 GiB unpacked (``gzip, gzip``): given up at 4 MB, never unpacked whole."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
+            SearxngBackend(f"{web.url}/bomb", timeout=5.0).search("x", 3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000_000, peak  # the 4 MB read and the steps that made them; 2 GB before
 
 
 def test_ddgs_contract_real_parser_against_local_server(web):

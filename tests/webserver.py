@@ -3,9 +3,13 @@ HTML results, pages."""
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
+import struct
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -29,6 +33,39 @@ PAGES = {
     "/report.pdf": ("application/pdf", "%PDF-1.4 binary"),
     "/empty": ("text/html", "<html><body><script>var x = 1;</script></body></html>"),
 }
+
+
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+EMPTY_BLOCKS = b"\x00\x00\x00\xff\xff" * 209_715  # deflate blocks that hold nothing, 5 bytes each: about 1 MiB
+EMPTY_END = b"\x01\x00\x00\xff\xff" + b"\x00" * 8  # the last (empty) block and the trailer of an empty gzip
+
+
+def _gzip_of_repeats(head: bytes, block: bytes, n: int, tail: bytes) -> bytes:
+    """A gzip of ``head + block * n + tail`` that compresses ``block`` once: a full flush after each block makes
+    every block's compressed bytes the same, so only the checksum goes through all ``n`` blocks."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    first = packer.compress(head + block) + packer.flush(zlib.Z_FULL_FLUSH)
+    same = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.compress(tail) + packer.flush()
+    crc = zlib.crc32(head)
+    for _ in range(n):
+        crc = zlib.crc32(block, crc)
+    size = (len(head) + n * len(block) + len(tail)) & 0xFFFFFFFF
+    return GZIP_HEADER + first + same * (n - 1) + last + struct.pack("<II", zlib.crc32(tail, crc), size)
+
+
+@functools.lru_cache(maxsize=4)
+def gzip_bomb(mib: int, layers: int = 2, empty: bool = False) -> bytes:
+    """``mib`` MiB of ``a`` gzipped ``layers`` times over (1 GiB in two layers: 2.5 kB, made in a second); or, when
+    ``empty``, a gzip of ``mib`` MiB of deflate blocks that hold nothing (unpacking it is all work and no bytes), in
+    ``layers`` layers, itself included."""
+    if empty:
+        body = _gzip_of_repeats(GZIP_HEADER, EMPTY_BLOCKS, mib, EMPTY_END)
+    else:
+        body = _gzip_of_repeats(b"", b"a" * (1 << 20), mib, b"")
+    for _ in range(layers - (2 if empty else 1)):
+        body = gzip.compress(body, 9, mtime=0)
+    return body
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -97,6 +134,21 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, "text/html", body)
         if parts.path == "/endless":  # 50 MB, sent as it is made: never held whole by either side
             return self._stream(50_000_000, b"<html><body><p>", b"word " * 20_000, b"</p></body></html>")
+        if parts.path in ("/bomb", "/bomb/search"):  # a page (or answer) packed small: by default 2.5 kB -> 1 GiB
+            q = parse_qs(parts.query)
+            mib, layers = int(q.get("mib", ["1024"])[0]), int(q.get("layers", ["2"])[0])
+            packed = gzip_bomb(mib, layers, empty="empty" in q)
+            return self._send(200, "text/plain", packed, {"Content-Encoding": ", ".join(["gzip"] * layers)})
+        if parts.path in ("/gzip", "/deflate", "/raw-deflate", "/br"):  # the Zorblat page packed each way
+            text = PAGES["/wiki/Zorblat_Quintana"][1].encode()
+            packed = {
+                "/gzip": gzip.compress,
+                "/deflate": zlib.compress,
+                "/raw-deflate": lambda b: zlib.compress(b, wbits=-zlib.MAX_WBITS),
+                "/br": lambda b: b"not really brotli",
+            }[parts.path](text)
+            encoding = parts.path.removeprefix("/raw-").removeprefix("/")
+            return self._send(200, "text/html; charset=utf-8", packed, {"Content-Encoding": encoding})
         if parts.path == "/drip":  # one byte every 0.3 s: each read is in time, the page never ends
             return self._stream(100_000, b"", b"a", b"", pause=0.3)
         if parts.path == "/redirect-private":

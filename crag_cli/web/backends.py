@@ -10,6 +10,7 @@ from .. import jsonl
 from ..errors import CragError
 from .fetch import USER_AGENT, check_url, tls_context, whole_limit
 from .types import SearchResult
+from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
 
 DDGS_ENGINE = "duckduckgo"
 MAX_ANSWER_BYTES = 4_000_000  # a SearxNG answer of 10 results is some kB; a bigger one is not read to its end
@@ -58,15 +59,15 @@ class SearxngBackend:
             async with httpx.AsyncClient(
                 timeout=self.timeout,
                 verify=tls_context(),
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING},
             ) as client:
                 async with client.stream("GET", endpoint, params={"q": query, "format": "json"}) as resp:
-                    body = bytearray()
-                    async for chunk in resp.aiter_bytes():
-                        body += chunk
-                        if len(body) > MAX_ANSWER_BYTES:
-                            raise SearchError(f"SearxNG answer over {MAX_ANSWER_BYTES // 1_000_000} MB: not read")
-                    return resp.status_code, bytes(body)
+                    body, cut = await read_bounded(resp, MAX_ANSWER_BYTES)  # cut as it is unpacked, as a page is
+                    if cut:
+                        raise SearchError(f"SearxNG answer over {MAX_ANSWER_BYTES // 1_000_000} MB: not read")
+                    return resp.status_code, body
+        except UnpackError as exc:
+            raise SearchError(f"SearxNG answer: {exc}") from None
         except httpx.TimeoutException:
             raise SearchError(f"SearxNG timed out after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:

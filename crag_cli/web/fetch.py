@@ -15,6 +15,7 @@ from ..corpus import paragraphs
 from ..readers import html_main_text
 from ..errors import one_line
 from ..version import __version__
+from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
 
 USER_AGENT = f"crag-cli/{__version__} (corrective question answering; https://pypi.org/project/crag-cli/)"
 ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -39,11 +40,51 @@ def whole_limit(timeout: float) -> float:
     return timeout * 2
 
 
+# Not globally reachable (IANA's special-purpose registries) though some Python 3.11 releases' ``is_global`` says so.
+NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8, dummy; .9 and .10, anycast: no web pages either)
+        "192.88.99.0/24",  # 6to4 relay anycast, deprecated
+        "64:ff9b:1::/48",  # NAT64 for local use: where its IPv4 address sits is the network's choice
+        "100:0:0:1::/64",  # dummy prefix
+        "3fff::/20",  # documentation
+        "5f00::/16",  # segment routing (SRv6) identifiers
+        "fec0::/10",  # site-local, deprecated
+    )
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the IPv4 address is its last 32 bits
+
+
+def unwrapped(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The IPv4 address an IPv6 address carries (IPv4-mapped, 6to4, NAT64's well-known prefix), else ``addr``.
+
+    >>> str(unwrapped(ipaddress.ip_address("2002:7f00:1::"))), str(unwrapped(ipaddress.ip_address("64:ff9b::a00:1")))
+    ('127.0.0.1', '10.0.0.1')
+    """
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr in NAT64:
+            return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+        return addr.ipv4_mapped or addr.sixtofour or addr
+    return addr
+
+
 def address_is_public(ip: str) -> bool:
-    """Whether ``ip`` is a globally routable unicast address (not loopback, private, link-local, ...)."""
+    """Whether ``ip`` is a globally reachable unicast address, and so is the IPv4 address it carries, if any.
+
+    Refuses loopback, private, link-local, shared (100.64.0.0/10), benchmarking, documentation, multicast,
+    reserved and the other special-purpose ranges, in IPv4 and IPv6, and IPv6 addresses that wrap one of them
+    (6to4 ``2002:7f00:1::`` is 127.0.0.1). Teredo (2001::/32), whose client address is hidden, is never public.
+
+    >>> [address_is_public(a) for a in ("8.8.8.8", "2002:808:808::", "192.0.0.8", "2002:7f00:1::", "2001::1")]
+    [True, True, False, False, False]
+    """
     addr = ipaddress.ip_address(ip)
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
-        addr = addr.ipv4_mapped
+    if isinstance(addr, ipaddress.IPv6Address) and addr.teredo:
+        return False
+    addr = unwrapped(addr)
+    if any(addr in net for net in NOT_GLOBAL):
+        return False
     return addr.is_global and not (addr.is_multicast or addr.is_reserved or addr.is_unspecified)
 
 
@@ -106,7 +147,8 @@ class Fetcher:
         Connect and read timeout; a whole page (every redirect, and a body that trickles in) is given up
         after :func:`whole_limit` of it (twice it).
     max_bytes : int
-        Bodies are cut at this size (the page is marked ``truncated``).
+        Bodies are cut at this size (the page is marked ``truncated``), as they are unpacked (gzip, deflate,
+        stacked): a page that unpacks to more is never unpacked further (:mod:`.unpack`).
     allow_private : bool
         Allow loopback/private/link-local addresses.
     trusted_hosts : sequence of str
@@ -139,7 +181,7 @@ class Fetcher:
             timeout=timeout,
             verify=tls_context(),
             follow_redirects=False,
-            headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES)},
+            headers={"User-Agent": USER_AGENT, "Accept": ", ".join(ALLOWED_TYPES), "Accept-Encoding": ACCEPT_ENCODING},
         ) as client:
             return list(await asyncio.gather(*(self._fetch_bounded(client, u) for u in urls)))
 
@@ -171,16 +213,11 @@ class Fetcher:
                     ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
                     if ctype not in ALLOWED_TYPES:
                         return Page(url, resp.status_code, f"unsupported content type {ctype or '(none)'}")
-                    chunks, size, truncated = [], 0, False
-                    async for chunk in resp.aiter_bytes():
-                        chunks.append(chunk)
-                        size += len(chunk)
-                        if size >= self.max_bytes:
-                            truncated = True
-                            break
-                    body = b"".join(chunks)[: self.max_bytes]
+                    body, truncated = await read_bounded(resp, self.max_bytes)  # cut as it is unpacked
                     text = body.decode(resp.encoding or "utf-8", errors="replace")
                     return Page(url, resp.status_code, None, ctype, text, truncated)
+            except UnpackError as exc:
+                return Page(url, resp.status_code, str(exc))
             except httpx.TimeoutException:
                 return Page(url, error=f"timed out after {self.timeout:g} s")
             except (httpx.HTTPError, httpx.InvalidURL, ValueError, UnicodeError) as exc:  # a bad URL or redirect
