@@ -120,6 +120,19 @@ def hostile_content(work: Path, ix: Path, model: str) -> list[tuple[str, str | N
         r = crag("ask", "What does pass do?", "--index", copy, "--model", model, cwd=work)
         broke = one_line(r) or (None if "corrupt index" in r.stderr else "said: " + r.stderr.strip()[-200:])
         results.append((f"index with {name}", broke))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from webserver import LocalWeb  # the tests' loopback web: a SearxNG and its pages
+
+    with LocalWeb(result_paths=("/bomb",)) as web:  # 1 GiB behind Content-Encoding: gzip, gzip
+        web_flags = ["--web", "searxng", "--searxng-url", web.url, "--allow-private"]
+        started = time.perf_counter()
+        r = crag(
+            "ask", "Who is Zorblat Quintana?", "--index", ix, "--model", model, *web_flags, cwd=work, limit=3 << 30
+        )
+        took = time.perf_counter() - started
+    results.append(
+        ("a gzip, gzip page of 1 GiB", None if r.returncode == 0 and took < 120 else f"{took:.0f} s, {r.stderr[-200:]}")
+    )
     questions = work / "not-utf8.jsonl"
     questions.write_bytes(b'{"question": "What does pass do?"}\n{"question": "caf\xe9"}\n')
     r = crag("batch", questions, "--index", ix, "--model", model, cwd=work)
