@@ -218,13 +218,24 @@ class TermMatrix:
 
     @classmethod
     def load(cls, folder: Path, mmap: bool = True) -> "TermMatrix":
-        """Load what :meth:`save` wrote; ``ValueError`` when the parts do not fit together."""
+        """Load what :meth:`save` wrote; ``ValueError`` when the parts do not fit together (:meth:`check`)."""
         folder = Path(folder)
-        meta = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
         mode = "r" if mmap else None
         arrays = [np.load(folder / name, mmap_mode=mode) for name in (INDPTR, INDICES, TF, WEIGHTS)]
-        indptr, indices, tf, w = arrays
-        vocab, n = meta["terms"], meta["passages"]
+        return cls.of_parts((folder / VOCAB).read_bytes(), arrays)
+
+    @classmethod
+    def of_parts(cls, vocab_json: bytes, arrays: Sequence[np.ndarray]) -> "TermMatrix":
+        """The matrix of ``vocab.json``'s bytes and the arrays ``indptr``, ``indices``, ``tf``, ``weights``, checked."""
+        meta = json.loads(vocab_json)
+        if not isinstance(meta, dict) or not isinstance(meta.get("terms"), list):
+            raise ValueError(f"{VOCAB} holds no list of terms")
+        terms = cls(meta["terms"], *arrays, meta.get("passages"))
+        terms.check()
+        return terms
+
+    def check(self) -> None:
+        """Raise ``ValueError`` when the parts do not fit together (their lengths)."""
+        vocab, indptr, indices, tf, w = self.vocab, self.indptr, self.indices, self.tf, self.weights
         if len(indptr) != len(vocab) + 1 or not len(indices) == len(tf) == len(w) == int(indptr[-1]):
             raise ValueError("the term matrix's parts do not fit together")
-        return cls(vocab, indptr, indices, tf, w, n)
