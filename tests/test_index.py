@@ -443,3 +443,76 @@ def test_an_index_replaced_between_the_opening_of_two_of_its_files_is_read_whole
     monkeypatch.undo()
     assert not replace  # (it was replaced)
     assert _whole(index) == ("beta" if old == "deleted" else "alpha")
+
+
+# ----------------------------------------------------------------------------- files garbled under a valid header
+
+
+def _set(name, at, value):
+    """A damage: ``name``'s array with entry ``at`` set to ``value`` (``at`` None: all of it), saved with the same
+    type and shape (the header stays valid)."""
+
+    def damage(ix):
+        arr = np.load(ix / name)
+        arr[slice(None) if at is None else at] = value
+        np.save(ix / name, arr)
+
+    return damage
+
+
+def _swap(name, i, j):
+    def damage(ix):
+        arr = np.load(ix / name)
+        arr[[i, j]] = arr[[j, i]]
+        np.save(ix / name, arr)
+
+    return damage
+
+
+def _save_as(name, change):
+    def damage(ix):
+        np.save(ix / name, change(np.load(ix / name)))
+
+    return damage
+
+
+def _twice_a_term(ix):
+    path = ix / "bm25" / "vocab.json"
+    meta = json.loads(path.read_text())
+    meta["terms"][1] = meta["terms"][0]
+    path.write_text(json.dumps(meta))
+
+
+GARBLED = {
+    "a negative passage": _set("bm25/indices.npy", 0, -1),
+    "every passage negative": _set("bm25/indices.npy", None, -3),
+    "a passage past the end": _set("bm25/indices.npy", -1, 10**6),
+    "a NaN weight": _set("bm25/weights.npy", 0, np.nan),
+    "every weight NaN": _set("bm25/weights.npy", None, np.nan),
+    "an infinite weight": _set("bm25/weights.npy", -1, np.inf),
+    "a negative weight": _set("bm25/weights.npy", 2, -0.5),
+    "a count of 0": _set("bm25/tf.npy", 1, 0),
+    "term offsets out of order": _swap("bm25/indptr.npy", 1, 2),
+    "passage offsets out of order": _swap("passages.offsets.npy", 1, 2),
+    "passage offsets as floats": _save_as("passages.offsets.npy", lambda a: a.astype(np.float64)),
+    "passages in two dimensions": _save_as("bm25/indices.npy", lambda a: a.reshape(-1, 1)),
+    "weights as integers": _save_as("bm25/weights.npy", lambda a: np.ones(len(a), dtype=np.float32).view(np.int32)),
+    "a term twice": _twice_a_term,
+}
+
+
+@pytest.mark.parametrize("damage", GARBLED.values(), ids=GARBLED.keys())
+def test_an_index_garbled_under_a_valid_header_is_corrupt_at_load_and_a_rebuild_replaces_it(
+    damage, built_index, docs_dir
+):
+    from test_safety import invoke, one_error_line
+
+    damage(built_index)
+    with pytest.raises(IndexUnusableError, match="corrupt index"):
+        BM25Index.load(built_index)
+    r = invoke("evaluate", "capital of Germany?", "--index", built_index)
+    assert "Traceback" not in r.output and (r.exception is None or isinstance(r.exception, SystemExit))
+    one_error_line(r, "corrupt index", "re-run crag index --force")
+    report = build_index(docs_dir, built_index)  # nothing of it is taken over: read again, whole
+    assert report.status == "built" and report.reused == 0
+    assert BM25Index.load(built_index).search("capital of Germany", 1)[0].passage.source == "berlin.md"

@@ -134,6 +134,7 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
             manifest.get("passage_words") == passage_words
             and manifest.get("tokenizer") == asdict(tokenizer)
             and manifest.get("readers") == READERS_VERSION
+            and len(set(terms.vocab)) == len(terms.vocab)
             and all(
                 isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n
                 for s in sources.values()

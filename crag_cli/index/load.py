@@ -9,6 +9,10 @@ readable when it is deleted. A file missing from a folder that is no longer the
 one at the index's path went with the old generation: the load starts again,
 with the new one. Only a folder still in place that lacks a file, or files that
 do not fit together, are a corrupt index.
+
+What is read is checked where it is cheap (:meth:`crag_cli.bm25.TermMatrix.check`,
+:class:`.store.PassageStore`): counts, bounds, order and finiteness, so that a
+damaged file is a "corrupt index" error rather than wrong hits.
 """
 
 from __future__ import annotations
