@@ -406,13 +406,21 @@ def _damage_offsets(ix: Path) -> None:  # the same file size, so that loading do
     np.save(ix / "passages.offsets.npy", arr)
 
 
-@pytest.mark.parametrize("damage", [_damage_passages, _damage_indices, _damage_offsets])
-def test_an_index_damaged_after_it_was_built_is_one_line_or_an_error_record(damage, built_index, tiny_gguf, tmp_path):
+@pytest.mark.parametrize(
+    "damage, at_load", [(_damage_passages, False), (_damage_indices, True), (_damage_offsets, False)]
+)
+def test_an_index_damaged_after_it_was_built_is_one_line_or_an_error_record(
+    damage, at_load, built_index, tiny_gguf, tmp_path
+):
     damage(built_index)
     one_error_line(invoke("evaluate", "capital of Germany?", "--index", built_index), "corrupt index", "crag index")
     qs = _questions(tmp_path / "q.jsonl", 2)
     r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, *RAG)
     no_traceback(r)
+    if at_load:  # found by the checks of a load (tests/test_index.py): the batch does not start
+        one_error_line(r, "corrupt index", "crag index")
+        assert not r.stdout
+        return
     records = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(records) == 2 and all("corrupt index" in rec["error"] for rec in records)
 

@@ -1,6 +1,8 @@
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -361,3 +363,156 @@ def test_links_out_of_the_folder_are_followed_each_target_once_and_never_in_a_lo
         "sub/people.jsonl:1",
     ]
     assert build_index(docs_dir, tmp_path / "ix").status == "unchanged"
+
+
+# ----------------------------------------------------------------------------- a load while a rebuild replaces the index
+
+
+def _generation(folder, name, n):
+    """A documents folder of ``n`` one-passage lines, each naming ``name``: its index is told apart by both."""
+    folder.mkdir()
+    lines = (json.dumps({"id": f"{name}{i}", "title": "", "text": f"{name} note {i} on the harbour"}) for i in range(n))
+    (folder / "notes.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _whole(index) -> str:
+    """Which generation a loaded index is (``alpha``: 30 passages, ``beta``: 50), every part of it agreeing."""
+    name = {30: "alpha", 50: "beta"}[len(index.passages)]
+    assert index.manifest["passage_count"] == index.terms.n == len(index.passages)
+    assert all(p.text.startswith(name + " note") for p in index.passages)
+    assert name in index.term_id and ({"alpha", "beta"} - {name}).isdisjoint(index.term_id)
+    assert len(index.search("harbour", 100)) == len(index.passages)
+    return name
+
+
+REBUILDS = """
+import sys
+from crag_cli.index import build_index
+alpha, beta, ix, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+print("ready", flush=True)
+for i in range(rounds):
+    build_index(beta if i % 2 == 0 else alpha, ix, force=True)
+"""
+
+
+def test_loads_beside_a_process_that_rebuilds_the_index_get_the_old_or_the_new_one_whole(tmp_path):
+    alpha, beta = _generation(tmp_path / "alpha", "alpha", 30), _generation(tmp_path / "beta", "beta", 50)
+    ix = tmp_path / "ix"
+    build_index(alpha, ix)
+    args = [sys.executable, "-c", REBUILDS, alpha, beta, ix, "150"]
+    rebuilds = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert rebuilds.stdout.readline() == b"ready\n"
+        seen, failed, loads = set(), [], 0
+        while rebuilds.poll() is None:
+            loads += 1
+            try:
+                index = BM25Index.load(ix)
+            except IndexUnusableError as exc:
+                failed.append(str(exc))
+                continue
+            seen.add(_whole(index))
+            index.passages.close()
+    finally:
+        rebuilds.kill()
+    assert rebuilds.wait() == 0, rebuilds.stderr.read().decode()
+    assert not failed, f"{len(failed)} of {loads} loads failed, the first: {failed[0]}"
+    assert seen == {"alpha", "beta"}  # (the rebuilds did replace it under the loads)
+
+
+@pytest.mark.parametrize("old", ["deleted", "kept"])
+def test_an_index_replaced_between_the_opening_of_two_of_its_files_is_read_whole(old, tmp_path, monkeypatch):
+    alpha, beta = _generation(tmp_path / "alpha", "alpha", 30), _generation(tmp_path / "beta", "beta", 50)
+    ix = tmp_path / "ix"
+    build_index(alpha, ix)
+    if old == "deleted":  # a rebuild, as crag index --force does it: the old folder renamed aside, then deleted
+        replace = [lambda: build_index(beta, ix, force=True)]
+    else:  # another index renamed into place, the old one still beside it
+        build_index(beta, tmp_path / "ix-beta")
+        replace = [lambda: (os.replace(ix, tmp_path / "aside"), os.replace(tmp_path / "ix-beta", ix))]
+    real_open = os.open
+
+    def open_then_replace(path, *args, **kwargs):  # the passages are opened after the manifest was read
+        if os.fspath(path).endswith("passages.jsonl") and replace:
+            replace.pop()()
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_then_replace)
+    index = BM25Index.load(ix)
+    monkeypatch.undo()
+    assert not replace  # (it was replaced)
+    assert _whole(index) == ("beta" if old == "deleted" else "alpha")
+
+
+# ----------------------------------------------------------------------------- files garbled under a valid header
+
+
+def _set(name, at, value):
+    """A damage: ``name``'s array with entry ``at`` set to ``value`` (``at`` None: all of it), saved with the same
+    type and shape (the header stays valid)."""
+
+    def damage(ix):
+        arr = np.load(ix / name)
+        arr[slice(None) if at is None else at] = value
+        np.save(ix / name, arr)
+
+    return damage
+
+
+def _swap(name, i, j):
+    def damage(ix):
+        arr = np.load(ix / name)
+        arr[[i, j]] = arr[[j, i]]
+        np.save(ix / name, arr)
+
+    return damage
+
+
+def _save_as(name, change):
+    def damage(ix):
+        np.save(ix / name, change(np.load(ix / name)))
+
+    return damage
+
+
+def _twice_a_term(ix):
+    path = ix / "bm25" / "vocab.json"
+    meta = json.loads(path.read_text())
+    meta["terms"][1] = meta["terms"][0]
+    path.write_text(json.dumps(meta))
+
+
+GARBLED = {
+    "a negative passage": _set("bm25/indices.npy", 0, -1),
+    "every passage negative": _set("bm25/indices.npy", None, -3),
+    "a passage past the end": _set("bm25/indices.npy", -1, 10**6),
+    "a NaN weight": _set("bm25/weights.npy", 0, np.nan),
+    "every weight NaN": _set("bm25/weights.npy", None, np.nan),
+    "an infinite weight": _set("bm25/weights.npy", -1, np.inf),
+    "a negative weight": _set("bm25/weights.npy", 2, -0.5),
+    "a count of 0": _set("bm25/tf.npy", 1, 0),
+    "term offsets out of order": _swap("bm25/indptr.npy", 1, 2),
+    "passage offsets out of order": _swap("passages.offsets.npy", 1, 2),
+    "passage offsets as floats": _save_as("passages.offsets.npy", lambda a: a.astype(np.float64)),
+    "passages in two dimensions": _save_as("bm25/indices.npy", lambda a: a.reshape(-1, 1)),
+    "weights as integers": _save_as("bm25/weights.npy", lambda a: np.ones(len(a), dtype=np.float32).view(np.int32)),
+    "a term twice": _twice_a_term,
+}
+
+
+@pytest.mark.parametrize("damage", GARBLED.values(), ids=GARBLED.keys())
+def test_an_index_garbled_under_a_valid_header_is_corrupt_at_load_and_a_rebuild_replaces_it(
+    damage, built_index, docs_dir
+):
+    from test_safety import invoke, one_error_line
+
+    damage(built_index)
+    with pytest.raises(IndexUnusableError, match="corrupt index"):
+        BM25Index.load(built_index)
+    r = invoke("evaluate", "capital of Germany?", "--index", built_index)
+    assert "Traceback" not in r.output and (r.exception is None or isinstance(r.exception, SystemExit))
+    one_error_line(r, "corrupt index", "re-run crag index --force")
+    report = build_index(docs_dir, built_index)  # nothing of it is taken over: read again, whole
+    assert report.status == "built" and report.reused == 0
+    assert BM25Index.load(built_index).search("capital of Germany", 1)[0].passage.source == "berlin.md"

@@ -24,8 +24,9 @@ are read and tokenized, and the BM25 weights are recomputed; the result is the
 index a full build would write (``--force`` does a full build).
 
 Modules: ``format`` (the files and the manifest, the tokenizer, the retriever's
-types), ``build`` (building and recovering), ``store`` (the passages),
-``search`` (:class:`BM25Index`).
+types), ``build`` (building and recovering), ``store`` (the passages), ``load``
+(one generation of an index, whole, while a rebuild replaces it), ``search``
+(:class:`BM25Index`).
 """
 
 from .build import BuildReport, build_index, check_index_target

@@ -29,9 +29,9 @@ from .format import (
     IndexUnusableError,
     TokenizerSettings,
     is_crag_index,
-    read_manifest,
     recover_index,
 )
+from .load import load_index
 from .store import PassageStore, _index_text, write_passages
 
 
@@ -121,28 +121,28 @@ class _OldIndex:
 
 def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings) -> _OldIndex | None:
     """The old index at ``index_dir`` if its passages can be reused (same format, passage size and tokenizer)."""
-    import numpy as np
-
     if not is_crag_index(index_dir):
         return None
     try:
-        manifest = read_manifest(index_dir, REUSABLE_VERSIONS)
-        if (
-            manifest.get("passage_words") != passage_words
-            or manifest.get("tokenizer") != asdict(tokenizer)
-            or manifest.get("readers") != READERS_VERSION
-        ):
-            return None
-        sources = {s["path"]: s for s in manifest["sources"]}
-        terms = TermMatrix.load(index_dir / BM25_DIR)
-        passages = PassageStore(index_dir / PASSAGES, np.load(index_dir / PASSAGE_OFFSETS, mmap_mode="r"))
+        loaded = load_index(index_dir, REUSABLE_VERSIONS)  # checked: a damaged index is not carried over
     except Exception:  # unreadable in any way: a full build replaces it
         return None
-    n = manifest["passage_count"]
-    ranges_ok = all(
-        isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n for s in sources.values()
-    )
-    if terms.n != n or len(passages) != n or not ranges_ok:
+    manifest, terms, passages, n = loaded.manifest, loaded.terms, loaded.passages, loaded.manifest["passage_count"]
+    try:
+        sources = {s["path"]: s for s in manifest["sources"]}
+        usable = (
+            manifest.get("passage_words") == passage_words
+            and manifest.get("tokenizer") == asdict(tokenizer)
+            and manifest.get("readers") == READERS_VERSION
+            and len(set(terms.vocab)) == len(terms.vocab)
+            and all(
+                isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n
+                for s in sources.values()
+            )
+        )
+    except (TypeError, KeyError, AttributeError):  # a manifest's sources that are not what crag writes
+        usable = False
+    if not usable:
         passages.close()
         return None
     return _OldIndex(manifest, sources, passages, terms)

@@ -206,20 +206,51 @@ def is_crag_index(path: Path) -> bool:
 
 def read_manifest(index_dir: Path, versions: tuple[int, ...] = (FORMAT_VERSION,)) -> dict:
     """Read and check ``manifest.json`` (its format one of ``versions``); a clear :class:`IndexUnusableError` if not."""
-    path = Path(index_dir) / MANIFEST
-    if not Path(index_dir).is_dir():
+    await_folder(index_dir)
+    try:
+        raw = (Path(index_dir) / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        raise IndexUnusableError(f"{index_dir} is not a crag index (no {MANIFEST})") from None
+    except OSError as exc:
+        raise IndexUnusableError(f"corrupt index at {index_dir}: cannot read {MANIFEST} ({exc})") from None
+    return check_manifest(index_dir, raw, versions)
+
+
+def await_folder(index_dir: Path, seconds: float = 2.0) -> None:
+    """Return once ``index_dir`` is a folder; :class:`IndexUnusableError` ("no index at") when it stays missing.
+
+    A rebuild renames the old index aside, then the new one into place: between
+    the two, for an instant, there is no folder. A missing folder is looked for
+    again a few times; then an interrupted rebuild is recovered (under the
+    index's lock, :func:`recover_index`); while another run holds that lock
+    (a rebuild, or a reader recovering it) it is waited for, up to ``seconds``.
+    """
+    from time import monotonic, sleep
+
+    index_dir = Path(index_dir)
+    deadline = monotonic() + seconds
+    for _ in range(20):  # a rebuild between its two renames: gone in microseconds
+        if index_dir.is_dir():
+            return
+        sleep(0.002)
+    while not index_dir.is_dir():
         try:
             with files.Lock(index_dir, "index"):  # not while a build (or another reader) recovers it
                 recover_index(index_dir)
-        except CragError:
-            pass
-        if not Path(index_dir).is_dir():
+        except CragError:  # held (the lock file is there) and not for long: wait; else it cannot be locked
+            if files.lock_path(index_dir).exists() and monotonic() < deadline:
+                sleep(0.02)
+                continue
+        if not index_dir.is_dir():
             raise IndexUnusableError(f"no index at {index_dir} (build one with: crag index DOCS --index {index_dir})")
+
+
+def check_manifest(index_dir: Path, raw: bytes, versions: tuple[int, ...] = (FORMAT_VERSION,)) -> dict:
+    """The manifest ``raw`` (the bytes of ``index_dir``'s ``manifest.json``), checked; :class:`IndexUnusableError` if
+    it is not JSON, of another format version than ``versions``, or lacks what a load needs."""
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise IndexUnusableError(f"{index_dir} is not a crag index (no {MANIFEST})") from None
-    except (OSError, ValueError) as exc:
+        manifest = json.loads(raw)
+    except ValueError as exc:
         raise IndexUnusableError(f"corrupt index at {index_dir}: cannot read {MANIFEST} ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format_version") not in versions:
         found = manifest.get("format_version") if isinstance(manifest, dict) else None

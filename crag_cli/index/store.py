@@ -64,15 +64,26 @@ class PassageStore(Sequence[Passage]):
 
     Holds only the line offsets (memory-mapped) and an open file; ``store[i]``
     reads and parses line ``i`` (``os.pread``: safe from several threads).
+    ``fd``, when given, is ``path`` already open (the store closes it); the
+    offsets must be signed integers that ascend, from 0 to the file's size.
     """
 
-    def __init__(self, path: Path, offsets) -> None:
+    def __init__(self, path: Path, offsets, fd: int | None = None) -> None:
+        from ..bm25 import ascending
+
         self.path = Path(path)
         self._offsets = offsets
-        self._fd = os.open(self.path, os.O_RDONLY)
+        self._fd = os.open(self.path, os.O_RDONLY) if fd is None else fd
         size = os.fstat(self._fd).st_size
-        if len(offsets) < 1 or int(offsets[0]) != 0 or int(offsets[-1]) != size:
-            os.close(self._fd)
+        if (
+            getattr(offsets, "ndim", 0) != 1
+            or offsets.dtype.kind != "i"
+            or len(offsets) < 1
+            or int(offsets[0]) != 0
+            or int(offsets[-1]) != size
+            or not ascending(offsets)  # (a line is never empty)
+        ):
+            self.close()
             raise ValueError(f"{PASSAGE_OFFSETS} does not match {self.path.name} ({size} bytes)")
 
     def __len__(self) -> int:
