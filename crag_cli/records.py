@@ -75,7 +75,10 @@ def error_record(id: Any, question: Any, error: str, line: int | None = None) ->
 
 @dataclass
 class QuestionLine:
-    """One input line: either a valid question or the error that makes it unusable."""
+    """One input line: either a valid question or the error that makes it unusable.
+
+    ``id`` is the line's own ``id``, else ``line-N`` (also for a line that could not be read).
+    """
 
     line: int
     id: str | None
@@ -93,13 +96,13 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     obj : Any
         The decoded line.
     line : int
-        Its 1-based line number (the default id is ``"line-N"``).
+        Its 1-based line number (the default id is ``"line-N"``, also of a line that is not a question).
     """
     if not isinstance(obj, dict):
-        return QuestionLine(line, None, None, None, None, "line is not a JSON object")
+        return QuestionLine(line, f"line-{line}", None, None, None, "line is not a JSON object")
     raw_id = obj.get("id")
     if raw_id is not None and not isinstance(raw_id, (str, int, float)):
-        return QuestionLine(line, None, None, None, None, "'id' must be a string or a number")
+        return QuestionLine(line, f"line-{line}", None, None, None, "'id' must be a string or a number")
     qid = str(raw_id) if raw_id is not None else f"line-{line}"
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():
@@ -121,8 +124,8 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
 
     A line that cannot be read (see :func:`crag_cli.jsonl.parse`: not UTF-8,
     malformed, a number too long, nesting too deep, a lone surrogate) or that is
-    not a valid question yields a :class:`QuestionLine` with ``error`` set;
-    reading goes on. Lines of JSON white space only (space,
+    not a valid question yields a :class:`QuestionLine` with ``error`` set
+    (and the id ``line-N``); reading goes on. Lines of JSON white space only (space,
     tab, CR) are skipped; every other line yields exactly one item. A UTF-8
     byte-order mark at the start of the file is ignored. The path ``-`` reads
     standard input.
@@ -134,6 +137,6 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
             try:
                 obj = jsonl.parse(raw, first=lineno == 1)  # a byte-order mark may open the file
             except jsonl.BadLine as exc:
-                yield QuestionLine(lineno, None, None, None, None, str(exc))
+                yield QuestionLine(lineno, f"line-{lineno}", None, None, None, str(exc))
                 continue
             yield parse_question(obj, lineno)

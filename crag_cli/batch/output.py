@@ -73,7 +73,10 @@ def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = Tru
     if len(records) > len(lines):
         raise CragError(f"cannot resume: {path} holds {len(records)} records, more than the {len(lines)} input lines")
     for n, (rec, q) in enumerate(zip(records, lines), 1):
-        same = rec.get("id") == q.id if q.id is not None else rec.get("line") == q.line
+        if q.error is not None and rec.get("id") is None:  # an unreadable line's record from before it was line-N
+            same = rec.get("line") == q.line
+        else:
+            same = rec.get("id") == q.id
         same = same and rec.get("question") == q.question and (q.error is None or rec.get("error") is not None)
         if not same:
             raise CragError(
