@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import resource
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import crag_process, vm_peak
 
 import crag_cli.bigtext as bigtext
 from crag_cli.corpus import split_passages
@@ -136,28 +132,6 @@ def test_a_large_text_file_that_is_not_text_all_through_is_skipped_with_the_reas
     assert fine["documents"] == 1 and fine["passages"][1] - fine["passages"][0] == n
 
 
-_VM_PEAK = """
-import atexit, sys
-atexit.register(lambda: print(next(l for l in open("/proc/self/status") if l.startswith("VmPeak")), file=sys.stderr))
-sys.argv = ["crag", *sys.argv[1:]]
-from crag_cli.cli import run
-run()
-"""
-
-
-def _crag(*args, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess:
-    """``crag ARGS`` in a new process (one BLAS thread), under an address-space limit of ``limit`` bytes."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-
-    def cap() -> None:
-        if limit is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    cmd = [sys.executable, "-c", _VM_PEAK, *map(str, args)]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, preexec_fn=cap)
-
-
 def test_a_40_mb_text_file_is_indexed_in_memory_that_does_not_grow_with_it(tmp_path):
     """Before: read whole, its words listed to count them: 460 MB of address space more than a tiny folder's
     index, a MemoryError under the 260 MB more given here (300 MB files ran out of memory after 10 minutes)."""
@@ -165,12 +139,11 @@ def test_a_40_mb_text_file_is_indexed_in_memory_that_does_not_grow_with_it(tmp_p
     tiny.mkdir()
     big.mkdir()
     (tiny / "a.txt").write_text("Paris is the capital of France.")
-    r = _crag("index", tiny, "--index", tmp_path / "ix-tiny", cwd=tmp_path)
-    base = int(re.search(r"VmPeak:\s+(\d+) kB", r.stderr).group(1)) << 10
+    base = vm_peak(crag_process("index", tiny, "--index", tmp_path / "ix-tiny", cwd=tmp_path))
     sentence = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. Sed do eiusmod tempor incididunt ut labore. "
     paragraph = sentence * 20 + "\n\n"
     with open(big / "big.txt", "w") as f:
         f.write("A Large Text\n\n" + paragraph * (40_000_000 // len(paragraph)))
-    r = _crag("index", big, "--index", tmp_path / "ix", cwd=tmp_path, limit=base + (260 << 20))
+    r = crag_process("index", big, "--index", tmp_path / "ix", cwd=tmp_path, limit=base + (260 << 20))
     assert r.returncode == 0 and "MemoryError" not in r.stderr, r.stderr[-2000:]
     assert "indexed 1 documents from 1 files into 60868 passages" in r.stderr
