@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from conftest import crag_process, vm_peak
 from typer.testing import CliRunner
 
 from crag_cli import __version__
@@ -283,6 +284,33 @@ def test_an_unreadable_question_line_is_line_n_and_a_record_of_one_with_a_null_i
     assert r.exit_code == 1 and "resuming after the 2 records" in r.stderr, r.output
     kept = [json.loads(line) for line in (tmp_path / "old.jsonl").read_text().splitlines()]
     assert [x["id"] for x in kept] == ["a", None, "line-3", "line-4"]  # the kept records as they were
+
+
+def test_batch_limit_reads_only_the_lines_it_answers(tiny_gguf, tmp_path):
+    """A 40 MB question file with --limit 3: before, every line was parsed first (390 MB of address space more
+    than a one-line file, 9 s before the first question); a MemoryError under the 100 MB more given here."""
+    one, big = tmp_path / "one.jsonl", tmp_path / "big.jsonl"
+    one.write_text(json.dumps({"question": "q 1?"}) + "\n")
+    with open(big, "w") as f:
+        f.writelines(f'{{"question": "q {i}?"}}\n' for i in range(1, 1_500_001))
+    args = ["--limit", "3", "--mode", "no-retrieval", "--model", tiny_gguf, "--max-tokens", "2", "--threads", "1"]
+    base = vm_peak(crag_process("batch", one, *args, cwd=tmp_path))
+    r = crag_process("batch", big, *args, "-o", tmp_path / "out.jsonl", cwd=tmp_path, limit=base + (100 << 20))
+    assert r.returncode == 0 and "summary: 3 questions" in r.stderr, r.stderr[-2000:]
+    recs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(x["id"], x["question"]) for x in recs] == [("line-1", "q 1?"), ("line-2", "q 2?"), ("line-3", "q 3?")]
+
+
+def test_batch_progress_has_no_total_until_a_file_too_large_to_count_first_ends(tiny_gguf, tmp_path, monkeypatch):
+    import crag_cli.records as records
+
+    monkeypatch.setattr(records, "COUNT_BYTES", 0)  # every file too large to count before the batch
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(json.dumps({"question": f"q {i}?"}) + "\n" for i in range(12)))
+    r = invoke("batch", qs, "--mode", "no-retrieval", "--model", tiny_gguf, "--max-tokens", "2")
+    shown = [line.split(",")[0] for line in r.stderr.splitlines() if line.startswith("batch: ")]
+    assert r.exit_code == 0 and shown[0] == "batch: 1/?" and shown[-1] == "batch: 12/12", r.stderr
+    assert "ETA" not in r.stderr.splitlines()[0] and "summary: 12 questions" in r.stderr
 
 
 def _without_timings(text):
