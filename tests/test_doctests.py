@@ -23,6 +23,7 @@ import pytest
         "crag_cli.train.data",
         "crag_cli.reading",
         "crag_cli.batch.identity",
+        "crag_cli.index.store",
     ],
 )
 def test_docstring_examples(module):

@@ -32,7 +32,7 @@ from .format import (
     read_manifest,
     recover_index,
 )
-from .store import PassageStore, _index_text, write_passages
+from .store import PassageStore, _index_text, row_spans, write_passages
 
 
 @dataclass
@@ -334,13 +334,10 @@ def _terms(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) 
     if old is not None:
         c = old.terms.counts()
         old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
-    blocks, at = [], 0
-    for piece in pieces:
-        if isinstance(piece, range):
-            blocks.append(old_counts[piece.start : piece.stop])
-        else:
-            blocks.append(new_counts[at : at + len(piece)])
-            at += len(piece)
+    blocks = []
+    for old_rows, first, end in row_spans(pieces):
+        m = old_counts if old_rows else new_counts
+        blocks.append(m if (first, end) == (0, m.shape[0]) else m[first:end])  # (a whole matrix is not copied)
     counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
     live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
     if len(live) < len(vocab):
