@@ -76,7 +76,7 @@ def stream_passages(pieces: Iterable[str], doc_id: str, title: str, source: str,
         yield Passage(id=f"{doc_id}#{i}", doc_id=doc_id, title=title, text=text, source=source)
 
 
-_PARAGRAPH_END = re.compile(r"\n\s*\n\s*(?=\S)")  # a blank line, up to the word after it
+_PARAGRAPH_END = re.compile(r"\n\s*\n\s*")  # a blank line, up to the word after it
 
 
 def _blocks(pieces: Iterable[str]) -> Iterator[tuple[bool, str]]:
@@ -105,7 +105,7 @@ def _cut(text: str) -> int:
     """The last place where ``text`` may be cut so that both sides split into the sentences of the whole
     (0: none): after a paragraph's end, or after a sentence's end (before the word that starts the next)."""
     paragraph = 0
-    for m in _PARAGRAPH_END.finditer(text):
+    for m in _PARAGRAPH_END.finditer(text, 0, len(text.rstrip())):  # (white space at the end may go on)
         paragraph = m.end()
     start = max(paragraph, len(text) - (1 << 16))  # the end of the text first: most pieces end a sentence there
     while True:

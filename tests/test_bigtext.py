@@ -69,8 +69,8 @@ def test_titles_from_the_first_pieces_are_those_of_the_whole_text():
 
 
 def _prose(rng: random.Random, size: int) -> str:
-    """Paragraphs of sentences, some very long (no end for thousands of words), a long run of white space,
-    multi-byte characters, CR LF line ends."""
+    """Paragraphs of sentences, some very long (no end for thousands of words), long runs of white space
+    and of blank lines, multi-byte characters, CR LF line ends."""
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyzéü") for _ in range(rng.randint(1, 9))) for _ in range(800)]
     words += ["Dr.", "e.g.", "J.", "U.S.", "(see", "it)."]
     out, total = [], 0
@@ -80,6 +80,8 @@ def _prose(rng: random.Random, size: int) -> str:
             block = " ".join(rng.choice(words) for _ in range(rng.randint(2000, 9000)))  # one sentence, no end
         elif kind < 0.03:
             block = "\n" * rng.randint(1, 3) + " \t" * rng.randint(100, 20000)
+        elif kind < 0.04:  # blank lines by the thousand (at a piece's end, a pattern that backtracked took hours)
+            block = "\n" * rng.randint(1000, 30000)
         else:
             sentences = [
                 rng.choice(words).capitalize() + " " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
