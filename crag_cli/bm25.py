@@ -99,14 +99,20 @@ def weights(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, n: int, par
     lengths = np.bincount(indices, weights=tf, minlength=n)  # float64: exact for any realistic count
     avgdl = lengths.mean()
     df = np.diff(indptr)
-    term_idf = idf(df, n).astype(np.float32)  # bm25s keeps its idf in float32
+    entry_idf = np.repeat(idf(df, n).astype(np.float32), df)  # bm25s keeps its idf in float32
     k1, b = params.k1, params.b
-    tf32 = tf.astype(np.float32)
-    # bm25s: (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg)) with a float32 tf and a float64 norm
-    norm = k1 * (1 - b + b * lengths[indices] / avgdl)  # the same order of operations as bm25s
-    tfc = (tf32 * (k1 + 1)).astype(np.float64) / (tf32.astype(np.float64) + norm)
-    term_of = np.repeat(np.arange(len(df), dtype=np.int64), df)
-    return (term_idf[term_of].astype(np.float64) * tfc).astype(np.float32)
+    out = np.empty(len(tf), dtype=np.float32)
+    for start in range(0, len(tf), WEIGHT_BLOCK):  # a block at a time: the float64 steps of all would be 5 copies
+        at = slice(start, start + WEIGHT_BLOCK)
+        tf32 = tf[at].astype(np.float32)
+        # bm25s: (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg)) with a float32 tf and a float64 norm
+        norm = k1 * (1 - b + b * lengths[indices[at]] / avgdl)  # the same order of operations as bm25s
+        tfc = (tf32 * (k1 + 1)).astype(np.float64) / (tf32.astype(np.float64) + norm)
+        out[at] = (entry_idf[at].astype(np.float64) * tfc).astype(np.float32)
+    return out
+
+
+WEIGHT_BLOCK = 1 << 22  # entries weighed at a time (each step of it 32 MB of float64)
 
 
 def count_terms(token_ids: Sequence[Sequence[int]], n_terms: int):
@@ -206,8 +212,8 @@ class TermMatrix:
         csc = counts.tocsc()
         csc.sum_duplicates()
         indptr = csc.indptr.astype(np.int64)
-        indices = csc.indices.astype(np.int32)
-        tf = csc.data.astype(np.int32)
+        indices = np.asarray(csc.indices, dtype=np.int32)  # (not copied when they are int32 already)
+        tf = np.asarray(csc.data, dtype=np.int32)
         return cls(list(vocab), indptr, indices, tf, weights(indptr, indices, tf, csc.shape[0], params), csc.shape[0])
 
     def counts(self):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .documents import Document
 
@@ -101,7 +101,21 @@ def paragraphs(text: str) -> list[str]:
     list of str
         The non-empty paragraphs, in order.
     """
-    return [p for p in (normalize_space(b) for b in re.split(r"\n\s*\n", text)) if p]
+    return list(_paragraphs(text))
+
+
+_BLANK_LINE = re.compile(r"\n\s*\n")
+
+
+def _paragraphs(text: str) -> Iterator[str]:
+    """:func:`paragraphs`, one at a time (a long text is not copied whole)."""
+    start = 0
+    for m in _BLANK_LINE.finditer(text):
+        if p := normalize_space(text[start : m.start()]):
+            yield p
+        start = m.end()
+    if p := normalize_space(text[start:]):
+        yield p
 
 
 def split_sentences(text: str) -> list[str]:
@@ -122,8 +136,12 @@ def split_sentences(text: str) -> list[str]:
     list of str
         Sentences in order; joined with spaces they give the normalized text.
     """
-    out: list[str] = []
-    for para in paragraphs(text):
+    return list(_sentences(text))
+
+
+def _sentences(text: str) -> Iterator[str]:
+    """:func:`split_sentences`, one at a time."""
+    for para in _paragraphs(text):
         pieces = [p for p in (s.strip() for s in _split_keep(para)) if p]
         merged: list[str] = []
         for piece in pieces:
@@ -131,8 +149,7 @@ def split_sentences(text: str) -> list[str]:
                 merged[-1] = merged[-1] + " " + piece
             else:
                 merged.append(piece)
-        out.extend(merged)
-    return out
+        yield from merged
 
 
 def _split_keep(para: str) -> list[str]:
@@ -206,15 +223,20 @@ def split_passages(doc: Document, max_words: int = 100) -> list[Passage]:
 
     A document of at most ``max_words`` words is one passage, its white space
     collapsed, without splitting it into sentences first (the same result,
-    faster: most documents of a large collection are short).
+    faster: most documents of a large collection are short). A long one is
+    split a paragraph at a time: memory holds its text and its passages, not
+    a list of its words. A document whose text is left on disk (``doc.path``,
+    a large text file) is split by :func:`crag_cli.bigtext.passages`.
     """
+    if doc.path is not None:
+        raise ValueError(f"{doc.id} is read from {doc.path} piece by piece: split it with crag_cli.bigtext.passages")
     if doc.page_breaks is not None:
         return _split_paged(doc, max_words)
-    words = doc.text.split()
+    words = doc.text.split(maxsplit=max_words)  # (all of them when there are no more than max_words)
     if len(words) <= max_words:
         chunks = [" ".join(words)] if words else []
     else:
-        chunks = chunk_sentences(split_sentences(doc.text), max_words)
+        chunks = chunk_sentences(_sentences(doc.text), max_words)
     return [
         Passage(id=f"{doc.id}#{i}", doc_id=doc.id, title=doc.title, text=chunk, source=doc.source)
         for i, chunk in enumerate(chunks)

@@ -29,13 +29,18 @@ from .errors import one_line
 
 @dataclass(frozen=True)
 class Document:
-    """One source document; a paged one (a PDF) says at which offsets of ``text`` its pages 2, 3, ... start."""
+    """One source document; a paged one (a PDF) says at which offsets of ``text`` its pages 2, 3, ... start.
+
+    A text file too large to hold (:mod:`crag_cli.bigtext`) is left on disk: ``path`` names it and ``text``
+    is empty; :func:`crag_cli.bigtext.passages` reads and splits it piece by piece.
+    """
 
     id: str
     title: str
     text: str
     source: str
     page_breaks: tuple[int, ...] | None = None  # None: not a paged document
+    path: Path | None = None  # None: the text is ``text``
 
 
 class Unreadable(Exception):

@@ -23,6 +23,7 @@ from . import jsonl
 from .documents import Document
 from .errors import one_line
 from .files import LOCK_TAG
+from .titles import first_heading, first_line_title, markdown_title, text_title
 from .corpus import normalize_space
 
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -95,54 +96,18 @@ def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
     if path.suffix.lower() in HTML_SUFFIXES:
         title, body = html_main_text(text)
         return [Document(id=rel, title=title or Path(rel).stem, text=body, source=rel)]
-    title = Path(rel).stem  # (the name as shown: valid Unicode)
-    if path.suffix.lower() == ".md":
-        for line in text.splitlines():
-            if line.startswith("#"):
-                title = line.lstrip("#").strip() or title
-                break
-    else:
-        title = text_title(text) or title
-    return [Document(id=rel, title=title, text=text, source=rel)]
+    title = markdown_title(text) if path.suffix.lower() == ".md" else text_title(text)
+    return [Document(id=rel, title=title or Path(rel).stem, text=text, source=rel)]  # (the name: valid Unicode)
 
 
-def text_title(text: str, max_words: int = 32) -> str | None:
-    """A plain text's first non-blank line when it reads as a title, else ``None``.
+def _big_text_file(path: Path, rel: str) -> list[Document]:
+    """A .txt or .md larger than :data:`crag_cli.bigtext.PIECE_BYTES`: titled as a whole read titles it, from its
+    first pieces (a first line or heading longer than a piece is no title), its text left on disk."""
+    from .bigtext import text_pieces
 
-    A title has at most ``max_words`` words, one of them a word of letters,
-    more text after it, and no ``.``, ``,``, ``;`` or ``:`` at its end (a
-    question mark may end one); a line that looks like something else is
-    not one: an address (``://``, ``@``), a row of values (a tab, or more
-    commas than spaces), a rule of ``=``/``-``/``*``, or a ``#!`` or
-    ``-*-`` line.
-
-    Examples
-    --------
-    >>> text_title("First Genome of a Bovine Coronavirus\\n\\nThe virus ...")
-    'First Genome of a Bovine Coronavirus'
-    >>> text_title("The virus was sequenced in 2017.\\nIt has 31 kb.") is None
-    True
-    >>> [text_title(t) for t in ("id,name,value\\n1,a,2", "https://x.org/a b\\ntext", "From: ann@x.org\\nHi")]
-    [None, None, None]
-    """
-    lines = text.lstrip("\ufeff").lstrip().split("\n")
-    first = " ".join(lines[0].split())
-    rest = "\n".join(lines[1:]).strip()
-    words = first.split()
-    if not rest or not 1 <= len(words) <= max_words or first.endswith((".", ",", ";", ":")):
-        return None
-    if not any(re.search(r"[^\W\d_]{3,}", w) for w in words):  # no word of letters: "1", "2024-05-01"
-        return None
-    if (
-        "://" in first
-        or "@" in first
-        or "\t" in lines[0]
-        or first.count(",") > first.count(" ")
-        or re.search(r"[=*_~-]{3,}", first)
-        or first.startswith(("#!", "-*-"))
-    ):
-        return None
-    return first
+    markdown = path.suffix.lower() == ".md"
+    title, has_text = (first_heading if markdown else first_line_title)(text_pieces(path))
+    return [Document(id=rel, title=title or Path(rel).stem, text="", source=rel, path=path if has_text else None)]
 
 
 def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
@@ -351,15 +316,20 @@ def read_file(
         documents of it), and its size in bytes (``None`` when it could not be read
         or parsed).
     """
+    from .bigtext import PIECE_BYTES
+
     skipped: list[tuple[str, str]] = []
     suffix = path.suffix.lower()
     try:
-        data = b"" if suffix in PDF_SUFFIXES | DOCX_SUFFIXES else path.read_bytes()  # those are read by their library
         size = os.stat(path).st_size
+        big = suffix in TEXT_SUFFIXES and size > PIECE_BYTES  # read piece by piece when split (crag_cli.bigtext)
+        data = b"" if big or suffix in PDF_SUFFIXES | DOCX_SUFFIXES else path.read_bytes()  # (read by their library)
     except OSError as exc:
         return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
     try:
-        if suffix in JSONL_SUFFIXES:
+        if big:
+            docs = _big_text_file(path, rel)
+        elif suffix in JSONL_SUFFIXES:
             docs = _read_jsonl(rel, data, skipped)
         elif suffix in PDF_SUFFIXES | DOCX_SUFFIXES:
             from .documents import Unreadable, read_docx, read_pdf
@@ -372,15 +342,41 @@ def read_file(
             docs = _read_text_file(path, rel, data)
     except UnicodeDecodeError:
         return [], [(rel, "not UTF-8")], None
+    except OSError as exc:
+        return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
     except Exception as exc:  # a parser failing on one file must not stop the folder
         return [], [(rel, f"unparsable ({type(exc).__name__}: {one_line(exc)})")], None
     kept = []
     for doc in docs:
-        if doc.text.strip():
+        if doc.text.strip() or doc.path is not None:
             kept.append(doc)
         else:
             skipped.append((doc.source, "no text"))
     return kept, skipped, size
+
+
+def split_documents(docs: Sequence[Document], max_words: int, skipped: list[tuple[str, str]]) -> tuple[list, int]:
+    """The passages of a file's documents (:func:`crag_cli.bigtext.passages`), and how many documents gave them.
+
+    A large text file is read here, piece by piece: one that turns out not to be
+    UTF-8, unreadable or not text gives no passage, and ``skipped`` says why.
+    """
+    from .bigtext import passages
+    from .documents import Unreadable
+
+    out: list = []
+    kept = 0
+    for doc in docs:
+        try:
+            out.extend(passages(doc, max_words))
+            kept += 1
+        except UnicodeDecodeError:
+            skipped.append((doc.source, "not UTF-8"))
+        except OSError as exc:
+            skipped.append((doc.source, f"unreadable ({exc.strerror or exc})"))
+        except Unreadable as exc:
+            skipped.append((doc.source, str(exc)))
+    return out, kept
 
 
 def read_folder(folder: Path, progress=None, include_hidden: bool = False) -> CorpusReport:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -75,7 +79,10 @@ def error_record(id: Any, question: Any, error: str, line: int | None = None) ->
 
 @dataclass
 class QuestionLine:
-    """One input line: either a valid question or the error that makes it unusable."""
+    """One input line: either a valid question or the error that makes it unusable.
+
+    ``id`` is the line's own ``id``, else ``line-N`` (also for a line that could not be read).
+    """
 
     line: int
     id: str | None
@@ -93,13 +100,13 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     obj : Any
         The decoded line.
     line : int
-        Its 1-based line number (the default id is ``"line-N"``).
+        Its 1-based line number (the default id is ``"line-N"``, also of a line that is not a question).
     """
     if not isinstance(obj, dict):
-        return QuestionLine(line, None, None, None, None, "line is not a JSON object")
+        return QuestionLine(line, f"line-{line}", None, None, None, "line is not a JSON object")
     raw_id = obj.get("id")
     if raw_id is not None and not isinstance(raw_id, (str, int, float)):
-        return QuestionLine(line, None, None, None, None, "'id' must be a string or a number")
+        return QuestionLine(line, f"line-{line}", None, None, None, "'id' must be a string or a number")
     qid = str(raw_id) if raw_id is not None else f"line-{line}"
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():
@@ -121,8 +128,8 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
 
     A line that cannot be read (see :func:`crag_cli.jsonl.parse`: not UTF-8,
     malformed, a number too long, nesting too deep, a lone surrogate) or that is
-    not a valid question yields a :class:`QuestionLine` with ``error`` set;
-    reading goes on. Lines of JSON white space only (space,
+    not a valid question yields a :class:`QuestionLine` with ``error`` set
+    (and the id ``line-N``); reading goes on. Lines of JSON white space only (space,
     tab, CR) are skipped; every other line yields exactly one item. A UTF-8
     byte-order mark at the start of the file is ignored. The path ``-`` reads
     standard input.
@@ -134,6 +141,85 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
             try:
                 obj = jsonl.parse(raw, first=lineno == 1)  # a byte-order mark may open the file
             except jsonl.BadLine as exc:
-                yield QuestionLine(lineno, None, None, None, None, str(exc))
+                yield QuestionLine(lineno, f"line-{lineno}", None, None, None, str(exc))
                 continue
             yield parse_question(obj, lineno)
+
+
+COUNT_BYTES = 16 << 20  # a question file up to this size is counted before a batch (its progress has a total)
+
+
+class Questions:
+    """A batch's question lines (:func:`read_questions`), read as they are needed: memory holds the lines
+    asked for ahead (:meth:`prefix`), never the file, and ``limit`` stops the reading.
+
+    Parameters
+    ----------
+    path : Path
+        The question file, or ``-`` for standard input.
+    limit : int, optional
+        Read only the first ``limit`` lines (``--limit``).
+    """
+
+    def __init__(self, path: Path, limit: int | None = None) -> None:
+        lines = read_questions(path)
+        self._file = lines
+        self._lines = islice(lines, limit) if limit is not None else lines
+        self._ahead: deque[QuestionLine] = deque()
+        self.limit = limit
+        self.read = 0  # lines read from the file so far
+        self.ended = False  # all of them
+        self._counted = _count_lines(path, limit)
+
+    @property
+    def total(self) -> int | None:
+        """How many lines the batch has: counted before (a file up to :data:`COUNT_BYTES`), or once all are
+        read; until then at most ``limit`` (``None`` without one)."""
+        if self.ended:
+            return self.read
+        if self._counted is not None:
+            return max(self._counted, self.read)
+        return self.limit
+
+    def prefix(self, n: int) -> list[QuestionLine]:
+        """The first ``n`` lines not yet iterated over (fewer when the file has fewer), kept for the iteration."""
+        while len(self._ahead) < n and self._more():
+            pass
+        return list(islice(self._ahead, n))
+
+    def __iter__(self) -> Iterator[QuestionLine]:
+        while self._ahead or self._more():
+            yield self._ahead.popleft()
+
+    def _more(self) -> bool:
+        if self.ended:
+            return False
+        try:
+            self._ahead.append(next(self._lines))
+        except StopIteration:
+            self.ended = True
+            return False
+        self.read += 1
+        return True
+
+    def close(self) -> None:
+        """Close the file (its lines after ``limit``, or after a stop, are never read)."""
+        self._file.close()
+
+
+def _count_lines(path: Path, limit: int | None) -> int | None:
+    """The lines :func:`read_questions` yields (at most ``limit``), of a file of up to :data:`COUNT_BYTES`;
+    ``None`` for a larger file, standard input, or a file that cannot be read."""
+    try:
+        st = os.stat(path) if str(path) != "-" else None
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > COUNT_BYTES:
+            return None
+        n = 0
+        with open(path, "rb") as f:
+            for raw in f:
+                n += bool(raw.strip(JSON_BLANK))
+                if limit is not None and n >= limit:
+                    break
+        return n
+    except OSError:
+        return None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -179,6 +182,33 @@ def write_tiny_bert(path: Path, seed: int = 0) -> Path:
     BertModel(config).save_pretrained(str(path))
     fast.save_pretrained(str(path))
     return path
+
+
+_VM_PEAK = """
+import atexit, sys
+atexit.register(lambda: print(next(l for l in open("/proc/self/status") if l.startswith("VmPeak")), file=sys.stderr))
+sys.argv = ["crag", *sys.argv[1:]]
+from crag_cli.cli import run
+run()
+"""
+
+
+def crag_process(*args, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess:
+    """``crag ARGS`` in a new process (one BLAS thread), under an address-space limit of ``limit`` bytes."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+
+    def cap() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    cmd = [sys.executable, "-c", _VM_PEAK, *map(str, args)]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, preexec_fn=cap)
+
+
+def vm_peak(r: subprocess.CompletedProcess) -> int:
+    """The most address space (bytes) a :func:`crag_process` run used."""
+    return int(re.search(r"VmPeak:\s+(\d+) kB", r.stderr).group(1)) << 10
 
 
 @pytest.fixture(scope="session")

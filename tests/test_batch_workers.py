@@ -115,7 +115,8 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_
     assert "go on with --resume" in stderr
     kept = partial.read_text().splitlines()
     assert kept and all(json.loads(line) for line in kept)  # whole records only
-    expected = [json.loads(line).get("id") if line.startswith('{"') else None for line in qs.read_text().splitlines()]
+    lines = qs.read_text().splitlines()
+    expected = [json.loads(line).get("id") if line.startswith('{"') else f"line-{n}" for n, line in enumerate(lines, 1)]
     assert [json.loads(line)["id"] for line in kept] == expected[: len(kept)]  # in input order
     time.sleep(1)
     ps = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout.splitlines()

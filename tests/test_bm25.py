@@ -55,3 +55,10 @@ def test_idf_is_lucenes_and_positive_for_every_term_a_passage_holds():
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert (got > 0).all() and (np.diff(got) < 0).all()  # rarer weighs more, the commonest still counts
     assert idf(np.array([1]), 1)[0] > 0 and idf(np.array([1, 2]), 2).min() > 0  # one passage, two passages
+
+
+def test_weights_weighed_a_block_at_a_time_equal_bm25s_to_the_bit(monkeypatch):
+    import crag_cli.bm25 as bm25
+
+    monkeypatch.setattr(bm25, "WEIGHT_BLOCK", 7)  # blocks that cut terms' entries anywhere
+    test_weights_equal_bm25s_to_the_bit()

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from conftest import crag_process, vm_peak
 from typer.testing import CliRunner
 
 from crag_cli import __version__
@@ -63,7 +64,7 @@ def test_evaluate_input_file_one_line_each_with_error_records(built_index, tmp_p
     r = invoke("evaluate", "--input", qs, "--index", built_index, "--evaluator", "minilm")
     assert r.exit_code == 1, r.output  # as in batch: every line written, exit 1 because some are error records
     lines = [json.loads(line) for line in r.stdout.splitlines()]
-    assert [line["id"] for line in lines] == ["a", None, "line-3"]
+    assert [line["id"] for line in lines] == ["a", "line-2", "line-3"]
     assert lines[0]["scores"] and lines[1]["error"].startswith("malformed JSON") and lines[2]["error"]
 
 
@@ -240,7 +241,7 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     r = invoke("batch", qs, "-o", out, *args)
     assert r.exit_code == 1  # some lines were errors, all were written
     recs = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [x["id"] for x in recs] == ["q1", None, "line-3", "q4"]
+    assert [x["id"] for x in recs] == ["q1", "line-2", "line-3", "q4"]
     assert recs[0]["correct"] == holds_answer(recs[0]["answer"], ["berlin"]) and recs[0]["answers"] == [
         "berlin",
         "\u0000",
@@ -253,6 +254,63 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     assert "summary: 4 questions" in r.stderr and "s/question" in r.stderr
     assert "accuracy 0/1" in r.stderr or "accuracy 1/1" in r.stderr
     assert r.stdout == ""
+
+
+def test_an_unreadable_question_line_is_line_n_and_a_record_of_one_with_a_null_id_still_resumes(
+    built_index, tiny_gguf, tmp_path
+):
+    """docs/how-it-works.md, "Result record": the id is "the input id, or line-N" (was null for a line not read)."""
+    qs = tmp_path / "q.jsonl"
+    qs.write_bytes(
+        json.dumps({"id": "a", "question": "capital of Germany?"}).encode()
+        + b"\n"
+        + '{"question": "Où est Genève?"}'.encode("latin-1")  # not UTF-8
+        + b"\n{broken json\n"
+        + json.dumps({"question": "capital of France?"}).encode()
+        + b"\n"
+    )
+    out = tmp_path / "out.jsonl"
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag"]
+    r = invoke("batch", qs, "-o", out, *common)
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert r.exit_code == 1 and [x["id"] for x in recs] == ["a", "line-2", "line-3", "line-4"]
+    assert recs[1]["error"] == "line is not UTF-8" and recs[1]["line"] == 2
+    # the partial file of a run that wrote the null id of before resumes, keeping its records
+    lines = out.read_text().splitlines(keepends=True)
+    manifest = json.loads((tmp_path / "out.jsonl.run.json").read_text())
+    (tmp_path / "old.jsonl.run.json").write_text(json.dumps(dict(manifest, output="old.jsonl", complete=False)))
+    (tmp_path / "old.jsonl.partial").write_text(lines[0] + json.dumps(dict(recs[1], id=None)) + "\n")
+    r = invoke("batch", qs, "-o", tmp_path / "old.jsonl", "--resume", *common)
+    assert r.exit_code == 1 and "resuming after the 2 records" in r.stderr, r.output
+    kept = [json.loads(line) for line in (tmp_path / "old.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in kept] == ["a", None, "line-3", "line-4"]  # the kept records as they were
+
+
+def test_batch_limit_reads_only_the_lines_it_answers(tiny_gguf, tmp_path):
+    """A 40 MB question file with --limit 3: before, every line was parsed first (390 MB of address space more
+    than a one-line file, 9 s before the first question); a MemoryError under the 100 MB more given here."""
+    one, big = tmp_path / "one.jsonl", tmp_path / "big.jsonl"
+    one.write_text(json.dumps({"question": "q 1?"}) + "\n")
+    with open(big, "w") as f:
+        f.writelines(f'{{"question": "q {i}?"}}\n' for i in range(1, 1_500_001))
+    args = ["--limit", "3", "--mode", "no-retrieval", "--model", tiny_gguf, "--max-tokens", "2", "--threads", "1"]
+    base = vm_peak(crag_process("batch", one, *args, cwd=tmp_path))
+    r = crag_process("batch", big, *args, "-o", tmp_path / "out.jsonl", cwd=tmp_path, limit=base + (100 << 20))
+    assert r.returncode == 0 and "summary: 3 questions" in r.stderr, r.stderr[-2000:]
+    recs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(x["id"], x["question"]) for x in recs] == [("line-1", "q 1?"), ("line-2", "q 2?"), ("line-3", "q 3?")]
+
+
+def test_batch_progress_has_no_total_until_a_file_too_large_to_count_first_ends(tiny_gguf, tmp_path, monkeypatch):
+    import crag_cli.records as records
+
+    monkeypatch.setattr(records, "COUNT_BYTES", 0)  # every file too large to count before the batch
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(json.dumps({"question": f"q {i}?"}) + "\n" for i in range(12)))
+    r = invoke("batch", qs, "--mode", "no-retrieval", "--model", tiny_gguf, "--max-tokens", "2")
+    shown = [line.split(",")[0] for line in r.stderr.splitlines() if line.startswith("batch: ")]
+    assert r.exit_code == 0 and shown[0] == "batch: 1/?" and shown[-1] == "batch: 12/12", r.stderr
+    assert "ETA" not in r.stderr.splitlines()[0] and "summary: 12 questions" in r.stderr
 
 
 def _without_timings(text):
@@ -339,9 +397,9 @@ def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
         "batch", "-", "--index", built_index, "--model", tiny_gguf, "--max-tokens", "4", "--mode", "rag", input=lines
     )
     recs = [json.loads(line) for line in r.stdout.splitlines()]
-    assert r.exit_code == 1 and [x["id"] for x in recs] == ["a", None] and recs[1]["error"].startswith("malformed")
+    assert r.exit_code == 1 and [x["id"] for x in recs] == ["a", "line-2"] and recs[1]["error"].startswith("malformed")
     r = invoke("evaluate", "--input", "-", "--index", built_index, input=lines)
-    assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == ["a", None]
+    assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == ["a", "line-2"]
 
 
 def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
     [
         "crag_cli.documents",
         "crag_cli.readers",
+        "crag_cli.titles",
         "crag_cli.refine",
         "crag_cli.prompts",
         "crag_cli.jsonl",
@@ -24,6 +25,7 @@ import pytest
         "crag_cli.batch.identity",
         "crag_cli.web.fetch",
         "crag_cli.web.unpack",
+        "crag_cli.index.store",
     ],
 )
 def test_docstring_examples(module):

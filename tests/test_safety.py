@@ -505,7 +505,7 @@ def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
     )
     r = invoke("batch", qs, "--index", built_index, "--model", tiny_gguf, "--max-tokens", "2", "--n-ctx", "1024")
     recs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert r.exit_code == 1 and [x["id"] for x in recs] == ["ok", "long", None]
+    assert r.exit_code == 1 and [x["id"] for x in recs] == ["ok", "long", "line-3"]
     assert recs[1]["error"].startswith("generation failed")
     summary = next(line for line in r.stderr.splitlines() if line.startswith("summary:"))
     assert "3 questions" in summary and "2 error record(s)" in summary and "error:" not in summary

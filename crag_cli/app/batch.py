@@ -105,7 +105,7 @@ class BatchRun:
         if self.output is not None:
             self.output.unlock()
 
-    def _answerer(self, pipe, todo: int):
+    def _answerer(self, pipe, todo: bool):
         from ..batch import InProcess, RayPool, WorkerPool, load_models, split_threads
 
         job, settings = self.job, self.settings
@@ -130,26 +130,33 @@ class BatchRun:
         ``on_record(record, summary)`` is called after each record. Raises
         :class:`CragError` (bad input, a model that cannot load, a file that
         cannot be read or written); ``KeyboardInterrupt`` leaves the partial
-        file whole for ``--resume`` and propagates.
+        file whole for ``--resume`` and propagates. The question file is read
+        as the questions are answered (``--limit`` stops the reading), never
+        held whole.
         """
+        from ..records import Questions
+
+        questions = Questions(self.job.input, self.job.limit)
+        try:
+            return self._run(questions, on_record, stream, pipeline)
+        finally:
+            questions.close()
+
+    def _run(self, questions, on_record: Callable | None, stream, pipeline) -> BatchReport:
         from .. import build
         from ..batch import run_batch, run_identity
-        from ..records import read_questions
 
         job, out = self.job, self.output
-        lines = list(read_questions(job.input))
-        if job.limit is not None:
-            lines = lines[: job.limit]
-        if not lines:
+        if not questions.prefix(1):
             raise CragError(f"{job.input} holds no question")
         pipe = pipeline or build.pipeline(self.settings, with_generator=True, retrieve=job.mode != "no-retrieval")
         try:
             identity = run_identity(self.settings, job.mode, pipe.thresholds, pipe.retriever.manifest)
-            done = out.done_records(lines, identity) if out is not None else []
+            done = out.done_records(questions, identity) if out is not None else []
         except OSError as exc:
             raise CragError(f"cannot read {job.output}: {exc.strerror or exc}") from None
         redo = sum(1 for rec in done if rec.get("error")) if job.retry_errors else 0
-        todo = len(lines) - len(done) + redo
+        todo = redo or len(questions.prefix(len(done) + 1)) > len(done)  # a line after the kept records
         if done:
             again = f"; redoing {redo} error record(s)" if redo else ""
             self.note(f"resuming after the {len(done)} records already in {job.output}{again}")
@@ -158,8 +165,8 @@ class BatchRun:
         answerer = self._answerer(pipe, todo)
         try:
             if out is not None:
-                out.open(identity, done, lines)
-            summary = run_batch(answerer, lines, out, done, job.retry_errors, on_record=on_record, stream=stream)
+                out.open(identity, done, questions)
+            summary = run_batch(answerer, questions, out, done, job.retry_errors, on_record=on_record, stream=stream)
         except OSError as exc:  # the disk filled up, the folder went away: the partial file keeps what was written
             raise CragError(f"cannot write {job.output or 'stdout'}: {exc.strerror or exc}") from None
         return BatchReport(summary, len(done), job.output, out.manifest if out is not None else None)

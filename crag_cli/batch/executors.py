@@ -188,7 +188,9 @@ class WorkerPool:
     The generation threads (``settings.threads``, default all cores) are split
     evenly between the workers (:func:`split_threads`), and the evaluator of
     each worker uses the same share. Records come back in input order (those
-    finished early wait), so the output is the sequential run's. Processes are
+    finished early wait), so the output is the sequential run's; at most two
+    groups per worker are given out ahead, so the questions are read as they
+    are answered. Processes are
     spawned, not forked (the models' thread pools do not survive a fork); on
     an exception or Ctrl-C in the parent the workers are terminated and the
     questions in flight are abandoned, and a parent killed outright takes them
@@ -205,12 +207,26 @@ class WorkerPool:
         share = self.settings.model_copy(update={"threads": split_threads(self.settings.threads, self.workers)})
         pool = multiprocessing.get_context("spawn").Pool(self.workers, _worker_start, (share, self.mode))
         try:
-            for answered in pool.imap(_worker_answer, groups(questions), chunksize=1):
+            for answered in _in_order(pool, groups(questions), window=2 * self.workers):
                 yield from answered
             pool.close()
         finally:
             pool.terminate()
             pool.join()
+
+
+def _in_order(pool, groups: Iterable[list[QuestionLine]], window: int) -> Iterator[list[Answered]]:
+    """Each group's records from the pool, in input order, with at most ``window`` groups given out at a time
+    (``Pool.imap`` would read every question at once)."""
+    from collections import deque
+
+    flying: deque = deque()
+    for group in groups:
+        flying.append(pool.apply_async(_worker_answer, (group,)))
+        if len(flying) >= window:
+            yield flying.popleft().get()
+    while flying:
+        yield flying.popleft().get()
 
 
 class _Replica:

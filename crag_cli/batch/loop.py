@@ -6,7 +6,8 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from itertools import chain, islice
+from typing import Callable, Iterable, Iterator, Sequence, Sized
 
 from ..records import QuestionLine
 
@@ -32,7 +33,7 @@ class Summary:
     doubted: int = 0
     seconds: float = 0.0
     answered_now: int = 0
-    lines: int = 0  # the batch's lines, done and to do
+    lines: int | None = 0  # the batch's lines, done and to do (None: not known yet)
 
     def add(self, rec: dict) -> None:
         self.total += 1
@@ -89,7 +90,7 @@ class Summary:
 
 def run_batch(
     answerer: Answerer,
-    lines: Sequence[QuestionLine],
+    lines: Iterable[QuestionLine],
     output: BatchOutput | None,
     done: Sequence[dict] = (),
     retry_errors: bool = False,
@@ -98,25 +99,28 @@ def run_batch(
 ) -> Summary:
     """Answer ``lines`` in order; records to ``output`` (or ``stream``, default stdout).
 
-    Records in ``done`` (an earlier run's) are kept, except error records when
-    ``retry_errors``; the rest go to ``answerer`` (:class:`InProcess` or
-    :class:`WorkerPool`), whose records are written in input order.
-    ``KeyboardInterrupt`` leaves the partial file whole (and the manifest
-    incomplete) and propagates.
+    Records in ``done`` (an earlier run's, for the first lines) are kept, except
+    error records when ``retry_errors``; the rest go to ``answerer``
+    (:class:`InProcess` or :class:`WorkerPool`), whose records are written in
+    input order. ``lines`` are read once, as the answerer asks for them (a
+    :class:`~crag_cli.records.Questions` holds no more); how many there are
+    (``Summary.lines``) is known when they are a sequence or a ``Questions``
+    that knows. ``KeyboardInterrupt`` leaves the partial file whole (and the
+    manifest incomplete) and propagates.
     """
-    summary = Summary(lines=len(lines))
+    summary = Summary(lines=_total(lines))
     stream = stream or sys.stdout
     finished = False
-    keep = [i < len(done) and not (retry_errors and done[i].get("error")) for i in range(len(lines))]
-    answers = answerer(q for q, kept in zip(lines, keep) if not kept)
+    source = iter(lines)
+    head = list(islice(source, len(done)))  # the lines of the kept records, held with them
+    redo = [retry_errors and bool(rec.get("error")) for rec in done[: len(head)]]
+    answers = answerer(chain((q for q, again in zip(head, redo) if again), source))
     try:
-        for i, q in enumerate(lines):
-            if keep[i]:
-                rec = done[i]
+        for i, rec, seconds in _records(answers, done[: len(head)], redo):
+            if seconds is None:
                 if output is not None:
                     output.keep(i, rec)
             else:
-                rec, seconds = next(answers)
                 summary.answered_now += 1
                 summary.seconds += seconds
                 if output is not None:
@@ -124,6 +128,7 @@ def run_batch(
                 else:
                     stream.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
                     stream.flush()
+            summary.lines = _total(lines)
             summary.add(rec)
             if on_record is not None:
                 on_record(rec, summary)
@@ -133,3 +138,20 @@ def run_batch(
         if output is not None:
             output.close(finished, summary.to_dict() if finished else None)
     return summary
+
+
+def _records(answers: Iterator, done: Sequence[dict], redo: list[bool]) -> Iterator[tuple[int, dict, float | None]]:
+    """``(position, record, seconds)`` in input order: the kept records (``None`` seconds), then the answered."""
+    for i, rec in enumerate(done):
+        if redo[i]:
+            rec, seconds = next(answers)
+            yield i, rec, seconds
+        else:
+            yield i, rec, None
+    for i, (rec, seconds) in enumerate(answers, len(done)):
+        yield i, rec, seconds
+
+
+def _total(lines: Iterable) -> int | None:
+    """How many lines a batch has, when known."""
+    return len(lines) if isinstance(lines, Sized) else getattr(lines, "total", None)

@@ -6,11 +6,11 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .. import files, jsonl
 from ..errors import CragError
-from ..records import QuestionLine
+from ..records import QuestionLine, Questions
 
 from .identity import identity_mismatch
 
@@ -40,11 +40,12 @@ def read_run_manifest(output: Path) -> dict | None:
 # --------------------------------------------------------------------------- reading what is done
 
 
-def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = True) -> list[dict[str, Any]]:
+def read_records(path: Path, lines: Sequence[QuestionLine] | Questions, truncate: bool = True) -> list[dict[str, Any]]:
     """The records a batch already wrote to ``path``, checked against the input.
 
     ``crag batch`` writes one record per non-blank input line, in input order, so a
-    usable file holds records for a prefix of ``lines``. A last line cut off by an
+    usable file holds records for a prefix of ``lines`` (of a :class:`Questions`,
+    only that prefix is read, and kept for the batch). A last line cut off by an
     interruption (no newline at its end) is dropped (and cut from the file with
     ``truncate``).
 
@@ -70,10 +71,14 @@ def read_records(path: Path, lines: Sequence[QuestionLine], truncate: bool = Tru
         if not isinstance(rec, dict):
             raise CragError(f"cannot resume: line {n} of {path} is not a JSON record")
         records.append(rec)
-    if len(records) > len(lines):
-        raise CragError(f"cannot resume: {path} holds {len(records)} records, more than the {len(lines)} input lines")
-    for n, (rec, q) in enumerate(zip(records, lines), 1):
-        same = rec.get("id") == q.id if q.id is not None else rec.get("line") == q.line
+    head = lines.prefix(len(records)) if isinstance(lines, Questions) else list(lines[: len(records)])
+    if len(records) > len(head):
+        raise CragError(f"cannot resume: {path} holds {len(records)} records, more than the {len(head)} input lines")
+    for n, (rec, q) in enumerate(zip(records, head), 1):
+        if q.error is not None and rec.get("id") is None:  # an unreadable line's record from before it was line-N
+            same = rec.get("line") == q.line
+        else:
+            same = rec.get("id") == q.id
         same = same and rec.get("question") == q.question and (q.error is None or rec.get("error") is not None)
         if not same:
             raise CragError(
@@ -210,7 +215,7 @@ class BatchOutput:
         if self.resume and self.overwrite:
             raise CragError("--resume and --overwrite contradict each other: choose one")
 
-    def done_records(self, lines: Sequence[QuestionLine], identity: dict) -> list[dict]:
+    def done_records(self, lines: Sequence[QuestionLine] | Questions, identity: dict) -> list[dict]:
         """The records to keep (``--resume``), after checking they come from the same settings."""
         if not self.resume:
             return []
@@ -235,7 +240,7 @@ class BatchOutput:
         return read_records(source, lines, truncate=source == self.partial)
 
     # ------------------------------------------------------------------ writing
-    def open(self, identity: dict, done: list[dict], lines: Sequence[QuestionLine]) -> None:
+    def open(self, identity: dict, done: list[dict], lines: Iterable[QuestionLine] = ()) -> None:
         """Open the partial file for the records to come, then record in the run manifest what makes them."""
         for target in (self.path, self.partial):
             files.clean_stale(target)

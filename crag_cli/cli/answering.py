@@ -366,18 +366,18 @@ def _batch_progress():
         bar = progress.add_task("", total=None)
 
         def on_record(rec: dict, summary) -> None:
-            total = summary.lines
+            total = summary.lines  # None until known: a large file, or stdin, is read as the batch goes
             acc = f" acc {summary.correct / summary.graded:.1%}" if summary.graded else ""
             progress.update(bar, total=total, completed=summary.total, description=f"{rec.get('action') or ''}{acc}")
-            step = max(1, total // 10)
+            step = max(1, total // 10) if total else 10 ** (len(str(summary.total)) - 1)  # (1-9, 10, 20, ..., 100)
             if not err.is_terminal and summary.answered_now and (summary.total % step == 0 or summary.total == total):
                 elapsed = time.perf_counter() - start
                 rate = summary.answered_now / elapsed if elapsed > 0 else 0.0
-                eta = (total - summary.total) / rate if rate else 0.0
+                eta = f", ETA {(total - summary.total) / rate if rate else 0.0:.0f} s" if total else ""
                 errors = f", {summary.errors} error(s)" if summary.errors else ""
                 err.print(
-                    f"batch: {summary.total}/{total}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
-                    f"s/question, {rate:.3f} questions/s, ETA {eta:.0f} s",
+                    f"batch: {summary.total}/{total or '?'}{acc}{errors}, {elapsed / summary.answered_now:.2f} "
+                    f"s/question, {rate:.3f} questions/s{eta}",
                     markup=False,
                 )
 

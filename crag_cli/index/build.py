@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Callable
 
 from .. import files
 from ..bm25 import BM25Params, TermMatrix, count_terms
-from ..corpus import Passage, split_passages
-from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file, shown_name
+from ..corpus import Passage
+from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file, shown_name, split_documents
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -32,7 +32,7 @@ from .format import (
     recover_index,
 )
 from .load import load_index
-from .store import PassageStore, _index_text, write_passages
+from .store import PassageStore, _index_text, row_spans, write_passages
 
 
 @dataclass
@@ -300,9 +300,8 @@ def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list,
                 if progress is not None:
                     progress(f"{rel} p. {page}/{pages}", at - 1, len(listing.paths))
 
-            found, src_skipped = _read_source(path, src, name, on_page)
-            pieces.append([p for d in found for p in split_passages(d, job.passage_words)])
-            src_docs = len(found)
+            new, src_docs, src_skipped = _read_source(path, src, name, on_page, job.passage_words)
+            pieces.append(new)
             read += 1
         src.update(documents=src_docs, skipped=[list(x) for x in src_skipped])
         documents += src_docs
@@ -335,13 +334,10 @@ def _terms(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) 
     if old is not None:
         c = old.terms.counts()
         old_counts = sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
-    blocks, at = [], 0
-    for piece in pieces:
-        if isinstance(piece, range):
-            blocks.append(old_counts[piece.start : piece.stop])
-        else:
-            blocks.append(new_counts[at : at + len(piece)])
-            at += len(piece)
+    blocks = []
+    for old_rows, first, end in row_spans(pieces):
+        m = old_counts if old_rows else new_counts
+        blocks.append(m if (first, end) == (0, m.shape[0]) else m[first:end])  # (a whole matrix is not copied)
     counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
     live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
     if len(live) < len(vocab):
@@ -416,8 +412,9 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
     )
 
 
-def _read_source(path: Path, src: dict, name: str, on_page) -> tuple[list, list]:
-    """Read a file whose manifest entry ``src`` (size, sha256) was taken before: its documents and what was skipped.
+def _read_source(path: Path, src: dict, name: str, on_page, words: int) -> tuple[list, int, list]:
+    """Read a file whose manifest entry ``src`` (size, sha256) was taken before: its passages of ``words`` words,
+    how many documents gave them, and what was skipped (a large text file is read while it is split).
 
     ``name`` is the file as passages and messages show it (:func:`crag_cli.readers.shown_name`).
 
@@ -429,12 +426,13 @@ def _read_source(path: Path, src: dict, name: str, on_page) -> tuple[list, list]
     """
     for _attempt in range(2):
         found, skipped, _ = read_file(path, name, on_page)
+        passages, documents = split_documents(found, words, skipped)
         after = files.digest(path)
         if after is not None and after == (src["size"], src["sha256"]):
-            return found, skipped
+            return passages, documents, skipped
         src.update(_source_entry(path, src["path"], None))
     src.update(size=-1, mtime_ns=0, sha256="")
     if after is None:  # gone, or no longer readable: read_file's reason, when it says so
         own = [(rel, reason) for rel, reason in skipped if rel == name]
-        return [], own or [(name, "gone while it was being read")]
-    return [], [(name, "changed while it was being read (it is read again next time)")]
+        return [], 0, own or [(name, "gone while it was being read")]
+    return [], 0, [(name, "changed while it was being read (it is read again next time)")]

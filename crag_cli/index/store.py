@@ -59,6 +59,29 @@ def write_passages(
     np.save(offsets_path, np.concatenate(parts))
 
 
+def row_spans(pieces: Sequence[range | Sequence[Passage]]) -> list[tuple[bool, int, int]]:
+    """Where the passages of ``pieces`` (as :func:`write_passages` takes them) are, in order: ``(old, first,
+    end)``, rows of the old index (``old``) or of the new passages counted from the first, each run of rows
+    that follow each other as one span.
+
+    Examples
+    --------
+    >>> row_spans([range(0, 3), range(3, 5), ["p", "q"], range(9, 10), ["r"]])
+    [(True, 0, 5), (False, 0, 2), (True, 9, 10), (False, 2, 3)]
+    """
+    spans: list[tuple[bool, int, int]] = []
+    at = 0
+    for piece in pieces:
+        old = isinstance(piece, range)
+        first, end = (piece.start, piece.stop) if old else (at, at + len(piece))
+        at = at if old else end
+        if spans and spans[-1][0] == old and spans[-1][2] == first:
+            spans[-1] = (old, spans[-1][1], end)
+        else:
+            spans.append((old, first, end))
+    return spans
+
+
 class PassageStore(Sequence[Passage]):
     """The passages of an index, read from disk when asked for: a read-only sequence of :class:`Passage`.
 
