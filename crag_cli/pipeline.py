@@ -246,7 +246,7 @@ class Pipeline:
         """``strips`` with their :attr:`~crag_cli.refine.Strip.support` as the retriever weighs it (or as they are).
 
         Passages too, though their hits carry a support: that one counts the title the index holds with each passage;
-        here each strip's own text is weighed, as the web's strips are (what was measured, issue 50).
+        here each strip's own text is weighed, as the web's strips are (as the reading rule was measured).
         """
         support = self.retriever.text_support(question, [s.text for s in strips]) if strips else None
         return [replace(s, support=x) for s, x in zip(strips, support)] if support is not None else strips

@@ -65,8 +65,9 @@ class Task:
         return self.check is not None and re.match(r"\s*no\b", reply, re.IGNORECASE) is not None
 
 
-# docqa's check: does what the reader read state the answer? (issue 64: chosen on docsqa's diagnosis questions
-# against instructions that let the reader answer "Not in the reference." itself, docs/benchmarks.md)
+# docqa's check: does what the reader read state the answer? (chosen on docsqa's diagnosis questions against
+# instructions that let the reader answer "Not in the reference." itself; docs/benchmarks.md, "How the reader
+# says Not found")
 CHECK = "Does the reference state the answer to the question? Answer yes or no."
 
 
@@ -151,7 +152,7 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
 
     The evaluator's verdicts are not shown to the generator: out of the
     evaluator's domain they labelled passages holding the answer "low" (until
-    issue 31 the prompt showed them and said the items went from most to least
+    c1f58df the prompt showed them and said the items went from most to least
     relevant; ``benchmarks/results/HISTORY.md`` has the two-domain figures of the change).
     Titles and texts go through :func:`neutralise`: a document or web page cannot end the reference block.
     A title is shown once for consecutive items of one document or page (their titles alike): the reader

@@ -16,8 +16,8 @@ class MiniLMEvaluator:
     """Cosine similarity of sentence embeddings (mean pooling, L2 normalisation).
 
     The embeddings of the last :attr:`REMEMBERED` texts are kept: in a batch
-    about a folder, questions retrieve the same passages again (a quarter of the
-    topic guard's texts on COVID-QA).
+    about a folder, questions retrieve the same passages again, and the topic
+    guard embeds them again (how often: docs/benchmarks.md).
 
     Parameters
     ----------

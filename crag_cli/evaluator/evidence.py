@@ -1,11 +1,11 @@
 """Correct out of the evaluator's domain by combined evidence: its raw logit, BM25's lexical support, the rank.
 
 A cross-encoder trained on one kind of question ranks the passages of another
-kind barely above chance, while BM25's own evidence tells them apart there
-(pair AUC, issue 50: the shipped evaluator's logit 0.90 on PopQA but 0.62 on
-COVID-QA and 0.58 on SQuAD; lexical support 0.82 and 0.85 there). A logistic
-regression over the three, fitted on questions of more than one kind, is a
-better judge out of the evaluator's domain than either. It is stored with the
+kind barely above chance, while BM25's own evidence (lexical support, rank)
+still tells them apart there. A logistic regression over the three, fitted on
+questions of more than one kind, is meant to judge better out of the
+evaluator's domain than either (the pair AUCs behind this, and why it is not
+the default: docs/benchmarks.md, "What the evaluator knows"). It is stored with the
 evaluator (``evidence`` in its manifest), because its weights are in the units
 of that evaluator's logit: ``benchmarks/evaluator_evidence.py --fit ...
 --correct-precision P --write DIR`` fits it and sets the threshold at which
