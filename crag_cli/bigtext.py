@@ -107,14 +107,22 @@ def _cut(text: str) -> int:
     paragraph = 0
     for m in _PARAGRAPH_END.finditer(text, 0, len(text.rstrip())):  # (white space at the end may go on)
         paragraph = m.end()
-    start = max(paragraph, len(text) - (1 << 16))  # the end of the text first: most pieces end a sentence there
-    while True:
-        for m in reversed(list(_SENTENCE_END.finditer(text, start))):
-            if not _ends_with_abbreviation(_word_before(text, m.start() + len(m.group().rstrip()))):
-                return m.end()
-        if start <= paragraph:
-            return paragraph
-        start = paragraph
+    tail = max(paragraph, len(text) - (1 << 16))  # the end of the text first: most pieces end a sentence there
+    for m in reversed(list(_SENTENCE_END.finditer(text, tail))):
+        if _sentence_ends(text, m):
+            return m.end()
+    last = paragraph
+    for m in _SENTENCE_END.finditer(text, paragraph):  # the others, one at a time (not a list of them all)
+        if m.start() >= tail:
+            break
+        if _sentence_ends(text, m):
+            last = m.end()
+    return last
+
+
+def _sentence_ends(text: str, m: re.Match) -> bool:
+    """Whether a match of the sentence-end pattern ends a sentence: the word before it is no abbreviation."""
+    return not _ends_with_abbreviation(_word_before(text, m.start() + len(m.group().rstrip())))
 
 
 def _word_before(text: str, end: int) -> str:

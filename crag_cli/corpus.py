@@ -142,23 +142,22 @@ def split_sentences(text: str) -> list[str]:
 def _sentences(text: str) -> Iterator[str]:
     """:func:`split_sentences`, one at a time."""
     for para in _paragraphs(text):
-        pieces = [p for p in (s.strip() for s in _split_keep(para)) if p]
-        merged: list[str] = []
-        for piece in pieces:
-            if merged and _ends_with_abbreviation(merged[-1]):
-                merged[-1] = merged[-1] + " " + piece
-            else:
-                merged.append(piece)
-        yield from merged
+        merged: list[str] = []  # the pieces of a sentence that abbreviations joined (joined once: no quadratic copy)
+        for piece in (p for p in (s.strip() for s in _split_keep(para)) if p):
+            if merged and not _ends_with_abbreviation(merged[-1]):
+                yield " ".join(merged)
+                merged = []
+            merged.append(piece)
+        if merged:
+            yield " ".join(merged)
 
 
-def _split_keep(para: str) -> list[str]:
-    pieces, start = [], 0
+def _split_keep(para: str) -> Iterator[str]:
+    start = 0
     for m in _SENTENCE_END.finditer(para):
-        pieces.append(para[start : m.start()] + para[m.start() : m.end()].rstrip())
+        yield para[start : m.start()] + para[m.start() : m.end()].rstrip()
         start = m.end()
-    pieces.append(para[start:])
-    return pieces
+    yield para[start:]
 
 
 def _ends_with_abbreviation(sentence: str) -> bool:

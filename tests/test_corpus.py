@@ -98,3 +98,9 @@ def test_a_short_document_is_one_passage_as_the_sentence_splitter_would_make_it(
             slow = chunk_sentences(split_sentences(text), max_words)  # the splitter, always
             got = [p.text for p in split_passages(Document("d", "", text, "f.txt"), max_words)]
             assert got == slow, (text, max_words)
+
+
+def test_a_sentence_that_abbreviations_join_is_joined_once():
+    """600,000 initials in a row are one sentence (each piece was added to a growing string: minutes, not 0.5 s)."""
+    text = "A. B. C. " * 200_000
+    assert split_sentences(text) == [text.strip()]
