@@ -11,9 +11,10 @@ Categories (each probe is one ``crag`` process, run as a user would):
 - **hostile content**: an index file garbled behind a valid header (NaN
   weights, offsets past the end), a questions line that is not UTF-8. Held: one
   line, or that line's error record with id ``line-N`` while the rest go on.
-- **resource bounds**: ``crag batch --limit 3`` on a 60 MB questions file and
-  ``crag index`` of one 60 MB text file, each under ``prlimit --as`` of 1.5 GiB.
-  Held: they finish, or refuse in one line.
+- **resource bounds**: ``crag batch --limit 3`` on a 60 MB questions file
+  (held: its peak memory is within 50 MB of the same batch on a 3-line file;
+  GNU time) and ``crag index`` of one 60 MB text file under ``prlimit --as`` of
+  1.5 GiB (held: it finishes, or refuses in one line).
 - **files and faults**: ``crag batch --workers 2`` killed with SIGKILL (the
   whole process group) at a random moment ``--kills`` times, each time taken
   up with ``--resume``, then run to the end. Held per kill: the inputs are
@@ -43,9 +44,9 @@ CRAG = [sys.executable, "-m", "crag_cli"]
 LONG = "a" * 300
 
 
-def crag(*args, cwd: Path, env: dict | None = None, limit: int | None = None, timeout: float = 600):
-    """Run crag; ``limit``: an address-space ceiling in bytes (``prlimit --as``)."""
-    command = [*(["prlimit", f"--as={limit}"] if limit else []), *CRAG, *map(str, args)]
+def crag(*args, cwd: Path, env: dict | None = None, limit: int | None = None, timeout: float = 600, raw: bool = False):
+    """Run crag; ``limit``: an address-space ceiling in bytes (``prlimit --as``); ``raw``: ``args`` is the command."""
+    command = [*(["prlimit", f"--as={limit}"] if limit else []), *([] if raw else CRAG), *map(str, args)]
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
@@ -159,14 +160,38 @@ def _offsets_past_end(ix: Path, np) -> None:
 
 
 def resource_bounds(work: Path, ix: Path, model: str) -> list[tuple[str, str | None]]:
-    limit = 3 << 29  # 1.5 GiB of address space
+    limit = 3 << 29  # 1.5 GiB of address space for crag index
     big_questions = work / "big.jsonl"
     line = json.dumps({"question": "What does the pass statement do? " + "x" * 200}) + "\n"
     with open(big_questions, "w") as f:
         f.write(line * (60_000_000 // len(line)))
-    r = crag("batch", big_questions, "--index", ix, "--model", model, "--limit", "3", cwd=work, limit=limit)
-    got = [x for x in r.stdout.splitlines() if x.strip()]
-    results = [("batch --limit 3 on 60 MB", None if r.returncode == 0 and len(got) == 3 else one_line(r) or "")]
+    small = work / "small.jsonl"
+    small.write_text(line * 3)
+    peaks = []
+    for questions in (small, big_questions):  # the 60 MB file must cost what 3 lines cost
+        r = crag(
+            "time",
+            "-f",
+            "%M",
+            *CRAG,
+            "batch",
+            questions,
+            "--index",
+            ix,
+            "--model",
+            model,
+            "--limit",
+            "3",
+            cwd=work,
+            raw=True,
+        )
+        peaks.append(int(r.stderr.strip().splitlines()[-1]) // 1024)
+        got = [x for x in r.stdout.splitlines() if x.strip()]
+    extra = peaks[1] - peaks[0]
+    ok = r.returncode == 0 and len(got) == 3 and extra < 50
+    results = [
+        (f"batch --limit 3 on 60 MB (peak {peaks[1]} MB, 3 lines {peaks[0]} MB)", None if ok else f"{extra} MB more")
+    ]
     big_docs = work / "big-docs"
     big_docs.mkdir(exist_ok=True)
     sentence = "The pass statement is a null operation used where a statement is required. "
