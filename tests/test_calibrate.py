@@ -94,3 +94,16 @@ def test_a_refused_calibrate_or_train_evaluator_leaves_no_lock_behind(built_inde
         r = CliRunner().invoke(app, [*args, "--save-synthetic", str(tmp_path / "pairs.jsonl")])
         assert r.exit_code == 1 and "needs an extra" in r.output, r.output
     assert not list(tmp_path.glob(".*crag-lock"))
+
+
+def test_gold_questions_stop_reading_at_the_limit(tmp_path):
+    """``--limit N`` of calibrate, evaluator-test and train-evaluator reads N usable lines, not the whole file."""
+    from crag_cli.app import gold_questions
+
+    path = tmp_path / "gold.jsonl"
+    good = '{"question": "Who wrote Hamlet?", "answers": ["Shakespeare"]}\n'
+    path.write_bytes(b"not json\n" + good.encode() * 2 + b"\xff broken\n" + good.encode() * 1000)
+    notes = []
+    questions = gold_questions(path, 2, notes.append)
+    assert len(questions) == 2
+    assert [note.split(":")[0] for note in notes] == ["line 1"]  # line 4 is past the limit: never read

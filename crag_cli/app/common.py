@@ -36,16 +36,18 @@ def check_question(question: str) -> None:
 
 
 def gold_questions(path: Path, limit: int | None, note: Note = _quiet) -> list[tuple[str, list[str]]]:
-    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; the others are noted as skipped."""
+    """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; unusable lines before them are noted
+    as skipped."""
     from ..records import read_questions
 
     questions = []
-    for q in read_questions(path):
+    for q in read_questions(path):  # read as far as ``limit`` needs, not the whole file
+        if limit is not None and len(questions) >= limit:
+            break
         if q.error or not q.answers:
             note(f"line {q.line}: skipped: {q.error or 'no gold answers'}")
             continue
         questions.append((q.question, q.answers))
-    questions = questions[:limit] if limit is not None else questions
     if not questions:
         raise CragError(f"{path} holds no question with gold answers")
     return questions
