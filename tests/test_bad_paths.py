@@ -28,7 +28,7 @@ def _gold(tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
-        ["ask", "x", "--index", LONG],
+        ["ask", "x", "--index", LONG, "--model", "{gguf}"],
         ["index", LONG],
         ["index", "{docs}", "--index", LONG],
         ["batch", LONG + ".jsonl"],
@@ -42,18 +42,20 @@ def _gold(tmp_path):
     ],
     ids=lambda args: " ".join(a.replace(LONG, "LONG") for a in args),
 )
-def test_a_name_longer_than_the_system_allows_is_one_short_line(args, docs_dir, built_index, tmp_path, monkeypatch):
+def test_a_name_longer_than_the_system_allows_is_one_short_line(
+    args, docs_dir, built_index, tiny_gguf, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
-    values = {"docs": docs_dir, "index": built_index, "gold": _gold(tmp_path)}
+    values = {"docs": docs_dir, "index": built_index, "gold": _gold(tmp_path), "gguf": tiny_gguf}
     r = invoke(*[a.format(**values) if a.startswith("{") else a for a in args])
     short_error(r, " characters)")
 
 
-def test_a_ten_megabyte_value_in_the_config_file_is_cut_in_the_error(built_index, tmp_path, monkeypatch):
+def test_a_ten_megabyte_value_in_the_config_file_is_cut_in_the_error(built_index, tiny_gguf, tmp_path):
     config = tmp_path / "crag.toml"
-    for key in ("model", "index"):
+    for key, other in (("model", ["--index", built_index]), ("index", ["--model", tiny_gguf])):
         config.write_text(f'{key} = "{"a" * 10_000_000}"\n')
-        r = invoke("ask", "x", *(["--index", built_index] if key == "model" else []), env={"CRAG_CONFIG": str(config)})
+        r = invoke("ask", "x", *other, env={"CRAG_CONFIG": str(config)})
         short_error(r, "(10,000,000 characters)")
 
 
