@@ -5,7 +5,7 @@
 For accuracy benchmarks only (``benchmarks/popqa.py --prompt-cache FILE`` runs its modes so): modes and
 settings that send the same prompt (crag with the web off and on, when it reads only the passages; crag and plain
 RAG when they read the same passages) are answered once. The reader decodes greedily (temperature 0,
-``crag_cli.generator.llama``), so the cached reply is the one the reader gives. A cached reply is streamed
+``crag_cli.generator.served``), so the cached reply is the one the reader gives. A cached reply is streamed
 whole and takes no time: a run that used the cache has no timings worth reporting. FILE is a JSON line per
 reply (its key, the reply, its token counts), appended as replies come.
 """
@@ -21,17 +21,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crag_cli.generator.base import Generation  # noqa: E402
-from crag_cli.generator.llama import LlamaGenerator  # noqa: E402
+from crag_cli.generator.served import ServedGenerator  # noqa: E402
 
 
 def key(model: str, messages: list[dict], max_tokens: int) -> str:
-    """The cache key of one generation: a digest of the model, the messages and the token budget."""
-    blob = json.dumps([model, messages, max_tokens], sort_keys=True, ensure_ascii=False)
+    """The cache key of one generation: a digest of the reader, the model, the messages and the token budget
+    (replies of the earlier llama-cpp-python reader, keyed without the reader, are not taken for its)."""
+    blob = json.dumps(["llama.cpp-server", model, messages, max_tokens], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def install(path: Path) -> None:
-    """Wrap :meth:`LlamaGenerator.generate` so that it answers from, and adds to, the cache at ``path``."""
+    """Wrap :meth:`ServedGenerator.generate` so that it answers from, and adds to, the cache at ``path``."""
     cache: dict[str, dict] = {}
     if path.exists():
         for line in path.read_text().splitlines():
@@ -40,7 +41,7 @@ def install(path: Path) -> None:
             except json.JSONDecodeError:  # a line cut off by an interruption
                 continue
             cache[row["key"]] = row
-    generate = LlamaGenerator.generate
+    generate = ServedGenerator.generate
 
     def cached(self, messages, max_tokens, on_token=None):
         k = key(self.model, messages, max_tokens)
@@ -61,7 +62,7 @@ def install(path: Path) -> None:
             f.write(json.dumps(row) + "\n")
         return gen
 
-    LlamaGenerator.generate = cached
+    ServedGenerator.generate = cached
 
 
 if __name__ == "__main__":

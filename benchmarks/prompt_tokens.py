@@ -4,7 +4,7 @@
 
 For N questions of FILE (default ``../shared/bench/popqa/questions.dev.jsonl``),
 builds crag's prompt with three ordinary knowledge items and with none, and
-compares ``LlamaGenerator._tokens`` (template pieces with control tokens,
+compares ``EngineGenerator._tokens`` (template pieces with control tokens,
 contents as plain text) against the whole rendered prompt tokenized at once
 with control tokens parsed (what crag did before). Prints, per model, how
 many prompts are identical and the first differences.
@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from crag_cli.generator import LlamaGenerator
+from crag_cli.generator import EngineGenerator
 from crag_cli.prompts import KnowledgeItem, build_messages
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "popqa" / "questions.dev.jsonl"
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
     for model in args.models:
-        gen = LlamaGenerator(model, n_ctx=4096, threads=2)
+        gen = EngineGenerator(model, n_ctx=4096, threads=2)
         gen.load()
         same = differ = 0
         for question in questions[: args.n]:
@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> None:
                 for j in range(3)
             ]
             for messages in (build_messages(question, items), build_messages(question, [])):
-                rendered = gen._formatter(messages=messages)
-                whole = gen._llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)
-                if gen._tokens(messages)[0] == whole:
+                server = gen._connection()
+                rendered = server.json("POST", "/apply-template", {"messages": messages})["prompt"]
+                whole = server.json("POST", "/tokenize", {"content": rendered, "add_special": True})["tokens"]
+                if gen._tokens(messages) == whole:
                     same += 1
                 else:
                     differ += 1

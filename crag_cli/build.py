@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .actions import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
-from .generator import Generator, backend
+from .generator import Generator, ReaderOptions, backend
 from .index import BM25Index, NoIndex
 from .pipeline import Pipeline
 from .reading import ReadingPolicy
@@ -37,7 +37,8 @@ PROMPT_SETTINGS = (
 def generator(settings: Settings) -> Generator:
     """The reader of ``settings.model``, built by its backend (:mod:`crag_cli.generator.backends`)."""
     options = {k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
-    return backend(settings.model).create(**options)
+    model = options.pop("model")
+    return backend(model, settings.reader_url).create(model, ReaderOptions(**options))
 
 
 def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, th: Thresholds):
@@ -67,7 +68,9 @@ def pipeline(
     """
     with_web = with_generator if with_web is None else with_web
     if with_generator:
-        backend(settings.model).check(settings.model)  # a missing extra is one line before the index or any model loads
+        backend(settings.model, settings.reader_url).check(
+            settings.model
+        )  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None

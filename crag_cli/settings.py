@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .actions import PRESETS
 from .evaluator.base import PRECISIONS
@@ -257,6 +257,15 @@ class Settings(BaseModel):
         ge=0,
         le=1,
     )
+    reader_url: Optional[str] = setting(
+        None,
+        "An OpenAI-compatible server to read with; --model names its model.",
+        "generator",
+        answers=True,
+        everyday=True,
+        why="llama.cpp's llama-server, vLLM, Ollama or any server of the OpenAI chat API (docs/models.md); the "
+        "API key, if it needs one, only from the environment variable CRAG_READER_API_KEY.",
+    )
     model: str = setting(
         DEFAULT_MODEL,
         "Generator: an embedded model (docs/models.md) or a .gguf path.",
@@ -290,6 +299,12 @@ class Settings(BaseModel):
     seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)
     threads: Optional[int] = setting(
         None, "CPU threads for generation; default: all cores.", "generator", answers=False, ge=1, le=1024
+    )
+    parallel: int = setting(
+        1, "Questions answered at once (batch), over one reader.", "generator", answers=False, ge=1, le=64
+    )
+    gpu_layers: int = setting(
+        -1, "Model layers on a GPU (a GPU build); -1: all, 0: none.", "generator", answers=False, ge=-1, le=10000
     )
     web: Literal[WEB_BACKENDS] = setting(  # type: ignore[valid-type]
         "none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True, everyday=True
@@ -362,14 +377,14 @@ class Settings(BaseModel):
 
     @field_validator("model")
     @classmethod
-    def _model(cls, value: str) -> str:
-        reader = backend(value)
+    def _model(cls, value: str, info: ValidationInfo) -> str:
+        reader = backend(value, info.data.get("reader_url"))
         problem = reader.problem(value)
         if problem is not None:
             raise ValueError(problem)
         return reader.canonical(value)
 
-    @field_validator("searxng_url")
+    @field_validator("searxng_url", "reader_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is None:

@@ -58,6 +58,25 @@ def test_workers_write_what_one_process_writes_and_resume_it(built_index, tiny_g
     assert _without_timings((tmp_path / "part.jsonl").read_text()) == _without_timings(one.read_text())
 
 
+def test_parallel_answers_groups_at_once_over_one_reader_and_writes_what_one_at_a_time_writes(
+    built_index, tiny_gguf, tmp_path
+):
+    qs = _questions(tmp_path / "q.jsonl", 20)  # 21 lines: three groups of 8 lines
+    common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
+    one, many = tmp_path / "one.jsonl", tmp_path / "many.jsonl"
+    assert invoke("batch", qs, "-o", one, *common).exit_code == 1  # line 3 is an error record
+    r = invoke("batch", qs, "-o", many, *common, "--parallel", "3")
+    assert r.exit_code == 1 and "3 questions at once over one reader" in r.stderr, r.output
+    assert _without_timings(many.read_text()) == _without_timings(one.read_text())  # same records, input order
+    lines = many.read_text().splitlines(keepends=True)
+    manifest = json.loads((tmp_path / "many.jsonl.run.json").read_text())
+    (tmp_path / "part.jsonl.run.json").write_text(json.dumps(dict(manifest, output="part.jsonl", complete=False)))
+    (tmp_path / "part.jsonl.partial").write_text("".join(lines[:10]))
+    r = invoke("batch", qs, "-o", tmp_path / "part.jsonl", "--resume", *common, "--parallel", "2")
+    assert "resuming after the 10 records" in r.stderr, r.output
+    assert _without_timings((tmp_path / "part.jsonl").read_text()) == _without_timings(one.read_text())
+
+
 def test_a_worker_that_cannot_load_its_model_is_one_error_line(built_index, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 2)
     bad = tmp_path / "bad.gguf"

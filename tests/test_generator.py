@@ -2,20 +2,20 @@ import hashlib
 
 import pytest
 
-from crag_cli.generator import LlamaGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
+from crag_cli.generator import EngineGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
 from crag_cli.models import QWEN_05B
 from crag_cli.prompts import KnowledgeItem, build_messages, clean_answer, fit_knowledge
 
 
 def test_tiny_model_streams_deterministically(tiny_gguf):
-    gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
+    gen = EngineGenerator(str(tiny_gguf), n_ctx=512)
     messages = build_messages("What is the capital of France?", [KnowledgeItem("Paris is the capital.", "d1")])
     pieces = []
     out = gen.generate(messages, max_tokens=12, on_token=pieces.append)
     assert out.text == "".join(pieces)
     assert out.prompt_tokens == gen.count_tokens(messages) > 20
-    assert out.completion_tokens >= 1  # llama-cpp may run a few past 12 to finish a UTF-8 character
-    assert LlamaGenerator(str(tiny_gguf), n_ctx=512).generate(messages, max_tokens=12).text == out.text
+    assert 1 <= out.completion_tokens <= 12
+    assert EngineGenerator(str(tiny_gguf), n_ctx=512).generate(messages, max_tokens=12).text == out.text
 
 
 def test_prompt_marks_knowledge_as_reference_not_instructions():
@@ -42,7 +42,7 @@ def test_a_title_is_read_once_for_consecutive_items_of_one_document():
 
 
 def test_fit_knowledge_trims_to_the_budget(tiny_gguf):
-    gen = LlamaGenerator(str(tiny_gguf), n_ctx=512)
+    gen = EngineGenerator(str(tiny_gguf), n_ctx=512)
     items = [KnowledgeItem(("fact %d " % i) * 40, f"p{i}") for i in range(20)]
     messages, kept, n = fit_knowledge("Q?", items, "popqa", gen.count_tokens, budget=600)
     assert n <= 600 and 0 < len(kept) < len(items)
@@ -77,7 +77,7 @@ def test_every_generator_has_what_the_protocol_names():
 
     names = [n for n in vars(Generator) if not n.startswith("_")] + list(Generator.__annotations__)
     assert {"load", "fork", "count_tokens", "generate", "model", "n_ctx"} <= set(names)
-    for gen in (LlamaGenerator(n_ctx=2048), FakeGenerator("Paris", n_ctx=2048)):  # neither loads a model here
+    for gen in (EngineGenerator("smollm2-135m", n_ctx=2048), FakeGenerator("Paris", n_ctx=2048)):  # no model loads
         assert all(hasattr(gen, n) for n in names), type(gen).__name__
         fork = gen.fork(n_ctx=1024)
         assert type(fork) is type(gen) and fork.model == gen.model and (fork.n_ctx, gen.n_ctx) == (1024, 2048)
@@ -125,7 +125,7 @@ def test_embedded_models_are_named_for_what_they_are_and_old_names_still_work():
     assert Settings(model="qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # the earlier name
     assert Settings(model="qwen2.5-1.5b").model == "qwen2.5-coder-1.5b"
     assert canonical_name("qwen2.5-1.5b") == "qwen2.5-coder-1.5b" and embedded("qwen2.5-7b") is None
-    assert LlamaGenerator("qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # records name the model one way
+    assert EngineGenerator("qwen2.5-0.5b").model == "qwen2.5-coder-0.5b"  # records name the model one way
 
 
 def test_a_missing_extra_is_one_line_naming_the_install_command_before_anything_loads(built_index, monkeypatch):
@@ -217,8 +217,8 @@ def test_a_second_reader_backend_is_one_entry_in_the_registry(built_index, tmp_p
         def check(self, model):
             pass
 
-        def create(self, model, n_ctx, temperature, seed, threads):
-            generator = FakeGenerator(f"answered by {model}", n_ctx)
+        def create(self, model, options):
+            generator = FakeGenerator(f"answered by {model}", options.n_ctx)
             generator.model = model
             return generator
 

@@ -73,7 +73,7 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
         if group(name) in RESOLVED_GROUPS:
             continue  # the index and the thresholds enter as their fingerprint and resolved values
         assert name in before, name
-        if name in ("model", "evaluator", "web", "searxng_url", "task"):
+        if name in ("model", "evaluator", "web", "searxng_url", "reader_url", "task"):
             continue  # checked by their own fingerprints and tests; a changed value needs real files
         info = Settings.model_fields[name]
         choices = [c for c in getattr(info.annotation, "__args__", ()) if isinstance(c, str)]
@@ -106,12 +106,12 @@ def test_the_evaluator_and_the_generator_take_their_settings_by_name():
 
     from crag_cli.build import PROMPT_SETTINGS
     from crag_cli.evaluator import build_evaluator
-    from crag_cli.generator import LlamaGenerator
+    from crag_cli.generator import ReaderOptions
     from crag_cli.settings_info import names_in
 
     evaluator = set(inspect.signature(build_evaluator).parameters) | {"evaluator"}  # the spec, first
     assert set(names_in("evaluator")) <= evaluator
-    generator = set(inspect.signature(LlamaGenerator).parameters) | set(PROMPT_SETTINGS)
+    generator = set(inspect.signature(ReaderOptions).parameters) | set(PROMPT_SETTINGS) | {"model"}
     assert set(names_in("generator")) <= generator
 
 
@@ -144,7 +144,7 @@ def test_a_model_name_too_long_for_a_file_is_one_line_before_any_model_loads(whe
 
     from crag_cli.generator import ModelError, resolve_model
 
-    monkeypatch.setattr("crag_cli.generator.backends.LlamaGenerator", None)  # loading a model would fail the test
+    monkeypatch.setattr("crag_cli.generator.backends.EngineGenerator", None)  # loading a model would fail the test
     long = "a" * 300
     args = ["ask", "What does the pass statement do?", "--index", built_index, "--max-tokens", "8", "-k", "3"]
     if where == "flag":

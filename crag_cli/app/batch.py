@@ -75,7 +75,7 @@ class BatchRun:
         self.output = None
         if job.output is not None:
             # everything the run reads is an input: the questions, the model file, the config file
-            model_file = backend(settings.model).user_file(settings.model)
+            model_file = backend(settings.model, settings.reader_url).user_file(settings.model)
             inputs = [job.input, model_file, job.config or Path("crag.toml")]
             self.output = BatchOutput(
                 job.output, inputs, resume=job.resume, retry_errors=job.retry_errors, overwrite=job.overwrite
@@ -106,7 +106,7 @@ class BatchRun:
             self.output.unlock()
 
     def _answerer(self, pipe, todo: bool):
-        from ..batch import InProcess, RayPool, WorkerPool, load_models, split_threads
+        from ..batch import InFlight, InProcess, RayPool, WorkerPool, load_models, split_threads
 
         job, settings = self.job, self.settings
         if job.ray is not None:
@@ -119,6 +119,9 @@ class BatchRun:
             return WorkerPool(settings, job.mode, job.workers)  # each worker loads the models itself
         if todo:
             load_models(pipe, job.mode)  # so that no question's timings include loading a model
+        if settings.parallel > 1:
+            self.note(f"batch: {settings.parallel} questions at once over one reader")
+            return InFlight(pipe, job.mode, settings.parallel)
         return InProcess(pipe, job.mode)
 
     def run(self, on_record: Callable | None = None, stream=None, pipeline=None) -> BatchReport:

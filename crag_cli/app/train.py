@@ -75,7 +75,7 @@ class TrainRun:
                 from .. import build
                 from ..generator import backend
 
-                backend(settings.model).check(settings.model)
+                backend(settings.model, settings.reader_url).check(settings.model)
                 self.generator = build.generator(settings)
         except CragError:
             self.close()

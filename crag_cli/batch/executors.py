@@ -1,7 +1,8 @@
-"""Who answers: this process (:class:`InProcess`), worker processes (:class:`WorkerPool`) or Ray actors (:class:`RayPool`); records come back in input order."""
+"""Who answers: this process (:class:`InProcess`; :class:`InFlight`, several questions at once), worker processes (:class:`WorkerPool`) or Ray actors (:class:`RayPool`); records come back in input order."""
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from dataclasses import dataclass
@@ -91,6 +92,50 @@ class InProcess:
     def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
         for group in groups(questions):
             yield from iter_group(self.pipeline, group, self.mode)  # each record as soon as it is answered
+
+
+def twin(pipeline):
+    """A pipeline for another thread: the same index, models and reader; its own scores kept ahead."""
+    from ..evaluator.evidence import Scorer
+
+    other = copy.copy(pipeline)
+    other._scorer = Scorer(pipeline.evaluator)
+    other._ahead_seconds, other._known_ahead = {}, {}
+    return other
+
+
+@dataclass
+class InFlight:
+    """Answers ``parallel`` groups of questions at once, in threads of this process over one reader.
+
+    The reader answers them in its parallel slots (crag's engine has ``--parallel`` of them; a served reader as
+    many as its server runs) while the evaluator scores the next group. Each thread has its own
+    :func:`twin` of the pipeline; records come back in input order, at most two groups per thread given out ahead.
+    """
+
+    pipeline: Any
+    mode: str
+    parallel: int
+
+    def __call__(self, questions: Iterable[QuestionLine]) -> Iterator[Answered]:
+        import threading
+        from multiprocessing.pool import ThreadPool
+
+        local = threading.local()
+
+        def in_thread(group: list[QuestionLine]) -> list[Answered]:
+            if not hasattr(local, "pipeline"):
+                local.pipeline = twin(self.pipeline)
+            return answer_group(local.pipeline, group, self.mode)
+
+        pool = ThreadPool(self.parallel)
+        try:
+            for answered in _in_order(pool, groups(questions), window=2 * self.parallel, answer=in_thread):
+                yield from answered
+            pool.close()
+        finally:
+            pool.terminate()  # a thread finishes the question it is answering; no further one starts
+            pool.join()
 
 
 def split_threads(threads: int | None, workers: int) -> int:
@@ -215,14 +260,15 @@ class WorkerPool:
             pool.join()
 
 
-def _in_order(pool, groups: Iterable[list[QuestionLine]], window: int) -> Iterator[list[Answered]]:
-    """Each group's records from the pool, in input order, with at most ``window`` groups given out at a time
-    (``Pool.imap`` would read every question at once)."""
+def _in_order(pool, groups: Iterable[list[QuestionLine]], window: int, answer=None) -> Iterator[list[Answered]]:
+    """Each group's records from the pool (``answer``: what answers a group there, default a worker process's),
+    in input order, with at most ``window`` groups given out at a time (``Pool.imap`` would read every question
+    at once)."""
     from collections import deque
 
     flying: deque = deque()
     for group in groups:
-        flying.append(pool.apply_async(_worker_answer, (group,)))
+        flying.append(pool.apply_async(answer or _worker_answer, (group,)))
         if len(flying) >= window:
             yield flying.popleft().get()
     while flying:

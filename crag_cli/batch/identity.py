@@ -89,7 +89,9 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
     else:
         identity["thresholds"] = None
-    identity["model_sha256"] = backend(settings.model).fingerprint(settings.model)
+    reader = backend(settings.model, settings.reader_url)
+    identity["reader"] = reader.name
+    identity["model_sha256"] = reader.fingerprint(settings.model)
     identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator) if "evaluator" not in unused else None
     identity["index_sha256"] = index_fingerprint(index_manifest) if "retrieval" not in unused else None
     return identity
@@ -97,7 +99,13 @@ def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
 
 # Settings added after batches were first written, with the value that behaves as a run made before them did:
 # such a run's records resume under that value (and only under it).
-ADDED_SETTINGS = {"evaluator_precision": "float", "read_share": 0.0, "evidence": False}
+ADDED_SETTINGS = {
+    "evaluator_precision": "float",
+    "read_share": 0.0,
+    "evidence": False,
+    "reader": "llama-cpp-python",
+    "reader_url": None,
+}
 
 
 def identity_mismatch(old: dict, new: dict) -> str | None:

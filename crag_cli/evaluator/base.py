@@ -48,6 +48,14 @@ def _quiet_transformers() -> None:
 PRECISIONS = ("float", "int8")  # an evaluator's arithmetic (setting evaluator_precision)
 
 
+def on_gpu(model):
+    """``model`` on the first CUDA device when torch sees one (``CUDA_VISIBLE_DEVICES=""`` keeps it on the CPU);
+    an ``int8`` model stays on the CPU, where its quantized layers run."""
+    import torch
+
+    return model.to("cuda") if torch.cuda.is_available() else model
+
+
 def with_precision(model, precision: str):
     """``model`` computing at ``precision``: ``float`` as loaded, ``int8`` its linear layers quantized.
 
@@ -71,7 +79,7 @@ def with_precision(model, precision: str):
     if precision not in PRECISIONS:
         raise EvaluatorError(f"unknown evaluator precision {precision!r}: choose from {', '.join(PRECISIONS)}")
     if precision == "float":
-        return model
+        return on_gpu(model)
     import warnings
 
     import torch

@@ -115,13 +115,13 @@ class MiniLMEvaluator:
                 truncation=True,
                 max_length=self.max_length,
                 return_tensors="pt",
-            )
+            ).to(self._model.device)
             with torch.inference_mode():
                 hidden = self._model(**enc).last_hidden_state
             self.forward_passes += 1
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu()
             for j, i in enumerate(batch):
                 out[i] = pooled[j].numpy()
         return out

@@ -95,9 +95,9 @@ class T5Evaluator:
                 truncation=True,
                 max_length=self.max_length,
                 return_tensors="pt",
-            )
+            ).to(self._model.device)
             with torch.inference_mode():
-                logits = self._model(**enc).logits[:, 0]
+                logits = self._model(**enc).logits[:, 0].cpu()
             self.forward_passes += 1
             for j, i in enumerate(batch):
                 out[i] = max(-1.0, min(1.0, float(logits[j])))

@@ -302,8 +302,9 @@ class CrossEncoderEvaluator:
         lengths = [len(q) + len(p) for q, p in pairs]
         for batch in _length_sorted_batches(len(pairs), lengths, pass_size(self.batch_size, self.precision)):
             enc = encode_pairs(self._tokenizer, [pairs[i] for i in batch], self.max_length, self._t5)
+            enc = enc.to(self._model.device)
             with torch.inference_mode():
-                logits = self._model(**enc).logits[:, 0]
+                logits = self._model(**enc).logits[:, 0].cpu()
             self.forward_passes += 1
             for j, i in enumerate(batch):
                 out[i] = float(logits[j])

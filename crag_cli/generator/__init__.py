@@ -1,7 +1,8 @@
 """Answer generation: the reader that ``--model`` names, built by its backend (``backends``).
 
-The one shipped backend runs a local GGUF model through llama-cpp-python.
-``--model`` takes an embedded model's name (see :mod:`crag_cli.models`: the
+By default a local GGUF model is read by llama.cpp's server in this process
+(``engine``); ``--reader-url`` names any OpenAI-compatible server instead
+(``served``). ``--model`` takes an embedded model's name (see :mod:`crag_cli.models`: the
 Qwen2.5-Coder 0.5B and 1.5B Instruct models, assembled once from the parts
 their PyPI packages carry into the user cache directory and sha256-checked
 before the first load in every process; SmolLM2-135M-Instruct, located inside
@@ -9,8 +10,10 @@ its package, which is never imported) or a path to any GGUF file.
 
 Modules: ``base`` (the :class:`Generator` Protocol, :class:`Generation`,
 :class:`ModelError`), ``embedded`` (the embedded models' files: found,
-assembled, verified; :func:`resolve_model`), ``llama`` (:class:`LlamaGenerator`,
-the llama.cpp reader), ``backends`` (which reader runs a ``--model`` value:
+assembled, verified; :func:`resolve_model`), ``served`` (:class:`ServedGenerator`:
+a model behind an HTTP server), ``engine`` (:class:`EngineGenerator`: crag's
+in-process llama.cpp server), ``template`` (the chat template's text cut into
+trusted and untrusted pieces), ``backends`` (which reader runs a ``--model`` value:
 :func:`backend`, :data:`BACKENDS`).
 """
 
@@ -31,18 +34,25 @@ from .embedded import (
     smollm_path,
     verify,
 )
-from .backends import BACKENDS, LlamaBackend, ReaderBackend, backend
-from .llama import PLAIN_TEMPLATE, LlamaGenerator, split_rendered
+from .backends import BACKENDS, EngineBackend, ReaderBackend, ReaderOptions, ServedBackend, backend
+from .engine import EngineGenerator
+from .served import Connection, ServedGenerator, defuse
+from .template import PLAIN_TEMPLATE, split_rendered
 
 __all__ = [
     "BACKENDS",
-    "LlamaBackend",
+    "Connection",
+    "EngineBackend",
+    "EngineGenerator",
+    "ReaderOptions",
+    "ServedBackend",
+    "ServedGenerator",
+    "defuse",
     "ReaderBackend",
     "backend",
     "Generation",
     "Generator",
     "LEGACY_PART_AGE",
-    "LlamaGenerator",
     "ModelError",
     "PLAIN_TEMPLATE",
     "assemble",

@@ -4,13 +4,17 @@ A backend says which ``--model`` values it takes and why one is unusable, the
 user's file it reads (an input crag never writes, which Ray workers get as an
 absolute path), what identifies its answers (a batch resumes only with the
 same), what to check before anything loads, and it builds the
-:class:`~crag_cli.generator.base.Generator`. A second reader is a module with
-a backend and one entry in :data:`BACKENDS`, before the llama.cpp backend,
-which takes every other value.
+:class:`~crag_cli.generator.base.Generator`. Two are shipped: a served model
+(``--reader-url``: any OpenAI-compatible server, :class:`ServedBackend`) and a
+GGUF file read by crag's in-process llama.cpp server (:class:`EngineBackend`),
+which takes every ``--model`` value when no URL is given.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -18,7 +22,8 @@ from .. import files
 from ..models import EMBEDDED, embedded, model_file
 from .base import Generator, ModelError
 from .embedded import check_model, resolve_model
-from .llama import LlamaGenerator
+from .engine import EngineGenerator
+from .served import KEY_VARIABLE, Connection, ServedGenerator
 
 
 class ReaderBackend(Protocol):
@@ -50,15 +55,29 @@ class ReaderBackend(Protocol):
         """Raise :class:`ModelError` now, before anything loads, when ``model`` cannot load (a missing extra)."""
         ...
 
-    def create(self, model: str, n_ctx: int, temperature: float, seed: int, threads: int | None) -> Generator:
+    def create(self, model: str, options: ReaderOptions) -> Generator:
         """The generator, loaded lazily (counting or generating loads it)."""
         ...
 
 
-class LlamaBackend:
-    """GGUF chat models run by llama-cpp-python: the embedded models by name (docs/models.md) or a .gguf path."""
+@dataclass(frozen=True)
+class ReaderOptions:
+    """The reader's settings besides ``model`` (the generator settings that do not shape the prompt)."""
 
-    name = "llama.cpp"
+    n_ctx: int
+    temperature: float
+    seed: int
+    threads: int | None
+    parallel: int
+    gpu_layers: int
+    reader_url: str | None
+
+
+class EngineBackend:
+    """GGUF chat models read by llama.cpp's server in this process: the embedded models by name (docs/models.md)
+    or a .gguf path."""
+
+    name = "llama.cpp-server"
 
     def accepts(self, model: str) -> bool:
         return True  # the last backend: an embedded name, else a path
@@ -93,13 +112,59 @@ class LlamaBackend:
     def check(self, model: str) -> None:
         check_model(model)
 
-    def create(self, model: str, n_ctx: int, temperature: float, seed: int, threads: int | None) -> Generator:
-        return LlamaGenerator(model, n_ctx=n_ctx, temperature=temperature, seed=seed, threads=threads)
+    def create(self, model: str, options: ReaderOptions) -> Generator:
+        o = options
+        return EngineGenerator(model, o.n_ctx, o.temperature, o.seed, o.threads, o.parallel, o.gpu_layers)
 
 
-BACKENDS: tuple[ReaderBackend, ...] = (LlamaBackend(),)
+def connection(url: str) -> Connection:
+    """The one connection of this process to the reader server at ``url`` with the environment's key (what it
+    says of itself is asked once)."""
+    return _connection(url, os.environ.get(KEY_VARIABLE) or "")
 
 
-def backend(model: str) -> ReaderBackend:
-    """The backend that runs ``model`` (a ``--model`` value): the first in :data:`BACKENDS` that accepts it."""
+@functools.lru_cache(maxsize=None)
+def _connection(url: str, key: str) -> Connection:
+    return Connection(url, api_key=key)
+
+
+@dataclass(frozen=True)
+class ServedBackend:
+    """A model behind the OpenAI-compatible server at ``url`` (``--reader-url``), named as the server names it."""
+
+    url: str
+    name = "served"
+
+    def accepts(self, model: str) -> bool:
+        return True
+
+    def problem(self, model: str) -> str | None:
+        return None if model.strip() else "give the server's name of the model"
+
+    def canonical(self, model: str) -> str:
+        return model.strip()
+
+    def user_file(self, model: str) -> Path | None:
+        return None
+
+    def fingerprint(self, model: str) -> str:
+        """The server, the model and what the server says of its build (a resume never mixes two readers)."""
+        conn = connection(self.url)
+        return f"{conn.root} {model} {conn.info().fingerprint}"
+
+    def check(self, model: str) -> None:
+        ServedGenerator(connection(self.url), model, 4096).load()  # reachable, the key taken, the model there
+
+    def create(self, model: str, options: ReaderOptions) -> Generator:
+        return ServedGenerator(connection(self.url), model, options.n_ctx, options.temperature, options.seed)
+
+
+BACKENDS: tuple[ReaderBackend, ...] = (EngineBackend(),)
+
+
+def backend(model: str, url: str | None = None) -> ReaderBackend:
+    """The backend that runs ``model`` (a ``--model`` value): a served one when ``url`` (``--reader-url``) is
+    given, else the first in :data:`BACKENDS` that accepts it."""
+    if url:
+        return ServedBackend(url)
     return next(b for b in BACKENDS if b.accepts(model))
