@@ -2,9 +2,9 @@
 
     python benchmarks/pair_records.py --questions FILE RECORDS BASELINE [BASELINE ...]
 
-RECORDS and each BASELINE are ``records-MODE.jsonl`` files of ``benchmarks/popqa.py``
-(kept under ``benchmarks/results/``); FILE holds the questions with their gold
-answers. Only the questions of RECORDS are paired. The statistics are
+RECORDS and each BASELINE are ``records-MODE.jsonl`` files of ``benchmarks/popqa.py``,
+or the same gzipped (``.jsonl.gz``, as some kept records are: benchmarks/README.md, "Records");
+FILE holds the questions with their gold answers. Only the questions of RECORDS are paired. The statistics are
 ``popqa.py``'s: ``paired_f1`` (token F1 difference, bootstrap 95% interval) and
 ``paired`` (span found as whole words, McNemar).
 """
@@ -12,6 +12,7 @@ answers. Only the questions of RECORDS are paired. The statistics are
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -21,9 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from popqa import paired, paired_f1, score_records  # noqa: E402
 
 
+def read_records(path: Path) -> list[dict]:
+    """The JSON lines of ``path``, gunzipped first when its name ends in ``.gz``."""
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def scored(path: Path, questions: dict[str, dict]) -> list[dict]:
     """The records of ``path``, scored against their questions' gold answers (``popqa.score_records``)."""
-    return score_records([json.loads(line) for line in path.read_text().splitlines() if line.strip()], questions)
+    return score_records(read_records(path), questions)
 
 
 def points(value: float) -> str:

@@ -263,6 +263,22 @@ def test_crossfit_joins_the_folds_runs_into_one_report(built_index, tmp_path):
         crossfit.join([one, two], ["crag", "rag-k3"])
 
 
+def test_pair_records_reads_gzipped_records_as_plain_ones(tmp_path, capsys):
+    import gzip
+
+    import pair_records
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "a", "question": "Capital?", "answers": ["Paris"]}) + "\n")
+    rows = "".join(json.dumps({"id": "a", "answer": answer}) + "\n" for answer in ["Paris"])
+    plain, zipped = tmp_path / "records-crag.jsonl", tmp_path / "records-rag-k5.jsonl.gz"
+    plain.write_text(rows)
+    zipped.write_bytes(gzip.compress(rows.encode()))
+    assert pair_records.read_records(zipped) == pair_records.read_records(plain) == [{"id": "a", "answer": "Paris"}]
+    pair_records.main(["--questions", str(questions), str(plain), str(zipped)])
+    assert "+0.0 (0 / 0)" in capsys.readouterr().out
+
+
 def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_path, capsys):
     import knowledge_recall
 
