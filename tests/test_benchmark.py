@@ -176,8 +176,8 @@ def test_spread_sample_covers_the_whole_file():
 def test_throughput_runs_and_differing_answers():
     import throughput
 
-    assert throughput.parse_run("2x1") == (2, 1, False) and throughput.parse_run("1X0") == (1, 0, False)
-    assert throughput.parse_run("ray2x1") == (2, 1, True)
+    assert throughput.parse_run("2x1") == (2, 1, False, 1) and throughput.parse_run("1X0") == (1, 0, False, 1)
+    assert throughput.parse_run("ray2x1") == (2, 1, True, 1) and throughput.parse_run("p4") == (1, 0, False, 4)
     a = [{"id": "q1", "answer": "Paris", "action": "correct"}, {"id": "q2", "answer": "Rome", "action": "incorrect"}]
     b = [dict(a[0]), dict(a[1], action="ambiguous")]
     assert throughput.differing(a, a) == [] and throughput.differing(b, a) == ["q2"]
