@@ -1,3 +1,3 @@
 """crag's version: a leaf module, so that no module imports the package's ``__init__`` for it."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -11,6 +11,7 @@ from crag_cli.errors import CragError
 from crag_cli.settings import SettingsError
 
 
+@pytest.mark.slow
 def test_answer_gives_the_records_crag_batch_writes(built_index, tiny_gguf, tmp_path):
     questions = [
         {"id": "q1", "question": "capital of France?", "answers": ["Paris"]},

@@ -51,6 +51,7 @@ def test_a_name_longer_than_the_system_allows_is_one_short_line(
     short_error(r, " characters)")
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_value_in_the_config_file_is_cut_in_the_error(built_index, tiny_gguf, tmp_path):
     config = tmp_path / "crag.toml"
     for key, other in (("model", ["--index", built_index]), ("index", ["--model", tiny_gguf])):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from crag_cli.batch import split_threads
@@ -38,6 +39,7 @@ def test_split_threads():
     assert split_threads(None, 1) == (os.cpu_count() or 1)
 
 
+@pytest.mark.slow
 def test_workers_write_what_one_process_writes_and_resume_it(built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 6)
     common = ["--index", built_index, "--model", tiny_gguf, "--max-tokens", "4"]
@@ -58,6 +60,7 @@ def test_workers_write_what_one_process_writes_and_resume_it(built_index, tiny_g
     assert _without_timings((tmp_path / "part.jsonl").read_text()) == _without_timings(one.read_text())
 
 
+@pytest.mark.slow
 def test_parallel_answers_groups_at_once_over_one_reader_and_writes_what_one_at_a_time_writes(
     built_index, tiny_gguf, tmp_path
 ):
@@ -77,6 +80,7 @@ def test_parallel_answers_groups_at_once_over_one_reader_and_writes_what_one_at_
     assert _without_timings((tmp_path / "part.jsonl").read_text()) == _without_timings(one.read_text())
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_load_its_model_is_one_error_line(built_index, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 2)
     bad = tmp_path / "bad.gguf"
@@ -93,6 +97,7 @@ def _ctrl_c_as_in_a_terminal():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path / "q.jsonl", 400)
     out = tmp_path / "out.jsonl"
@@ -143,6 +148,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(built_index, tiny_
     assert not alive, ps  # no worker left behind
 
 
+@pytest.mark.slow
 def test_ray_actors_write_what_one_process_writes(built_index, tiny_gguf, tmp_path):
     """A real local Ray (127.0.0.1, 2 CPUs, 2 actors of 1 thread each) against a sequential run of 1 thread."""
     qs = _questions(tmp_path / "q.jsonl", 6)

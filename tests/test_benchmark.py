@@ -103,6 +103,7 @@ def test_summarise_metrics():
     assert "| crag | b | incorrect | 2.5 | 0.0 | 0.0 | 0.0 | 1.0 | 1.0 | 0.5 |" in popqa.table({"crag": m})
 
 
+@pytest.mark.slow
 def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_index, tiny_gguf, tmp_path):
     ids = ["q1", "q2", "q3"]
     questions = tmp_path / "questions.jsonl"
@@ -126,6 +127,7 @@ def test_run_mode_reuses_a_finished_prefix_and_resumes_an_interrupted_run(built_
     assert [r["id"] for r in run(ids[:2])] == ids[:2] and records.read_text() == before  # reused, not rerun
 
 
+@pytest.mark.slow
 def test_run_mode_passes_the_task_and_answers_again_for_another_task(built_index, tiny_gguf, tmp_path, capsys):
     ids = ["q1", "q2"]
     questions = tmp_path / "questions.jsonl"
@@ -279,6 +281,7 @@ def test_pair_records_reads_gzipped_records_as_plain_ones(tmp_path, capsys):
     assert "+0.0 (0 / 0)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_path, capsys):
     import knowledge_recall
 
@@ -343,6 +346,7 @@ def test_a_rerun_into_the_same_folder_serves_the_web_where_the_interrupted_crag_
         again.server_close()
 
 
+@pytest.mark.slow
 def test_prompt_cache_answers_a_prompt_seen_before_as_the_reader_did(built_index, tiny_gguf, tmp_path):
     """A second run over the same prompts is answered from the cache: the same records, no new reply cached."""
     ids = ["q1", "q2"]

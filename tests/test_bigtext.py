@@ -43,6 +43,7 @@ def _same(a: list, b: list) -> bool:
     return [(p.id, p.title, p.text, p.source) for p in a] == [(p.id, p.title, p.text, p.source) for p in b]
 
 
+@pytest.mark.slow
 def test_passages_of_a_text_in_pieces_are_those_of_the_whole_text(monkeypatch):
     rng = random.Random(7)
     for _ in range(400):
@@ -134,6 +135,7 @@ def test_a_large_text_file_that_is_not_text_all_through_is_skipped_with_the_reas
     assert fine["documents"] == 1 and fine["passages"][1] - fine["passages"][0] == n
 
 
+@pytest.mark.slow
 def test_a_40_mb_text_file_is_indexed_in_memory_that_does_not_grow_with_it(tmp_path):
     """Before: read whole, its words listed to count them: 460 MB of address space more than a tiny folder's
     index, a MemoryError under the 260 MB more given here (300 MB files ran out of memory after 10 minutes)."""

@@ -43,6 +43,7 @@ def test_filter_keeps_the_requested_share_of_answer_strips():
     assert choose_filter(scores, [False] * 10) == -1.0
 
 
+@pytest.mark.slow
 def test_calibrate_command_writes_a_config_the_other_commands_read(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(

@@ -129,6 +129,7 @@ def test_ask_streams_answer_to_stdout_and_knowledge_to_stderr(built_index, tiny_
     assert set(rec["timings"]) >= {"retrieve", "evaluate", "refine", "generate", "total"}
 
 
+@pytest.mark.slow
 def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_the_guard_is_off(
     built_index, tiny_gguf
 ):
@@ -164,6 +165,7 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     assert r.exit_code == 0 and "action: CORRECT" in r.stderr and "BM25 support and rank combined (+0.94)" in r.stderr
 
 
+@pytest.mark.slow
 def test_the_default_task_answers_a_question_about_other_documents_with_docqas_prompt_in_crag_and_rag(
     built_index, tiny_gguf, tmp_path
 ):
@@ -187,6 +189,7 @@ def test_the_default_task_answers_a_question_about_other_documents_with_docqas_p
         assert recs["doc"]["task"] == "auto" and recs["doc"]["in_domain"] is False and recs["doc"]["evaluator"]
 
 
+@pytest.mark.slow
 def test_ask_with_nothing_read_says_not_found_unless_asked_for_the_models_memory(built_index, tiny_gguf):
     common = ("--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
     r = invoke("ask", "Xyzzy plugh frobnicate?", *common, "--json")  # no word of it is in the folder
@@ -206,6 +209,7 @@ def test_ask_with_nothing_read_says_not_found_unless_asked_for_the_models_memory
     assert rec["answer"] is not None and rec["basis"] == "model" and "not_found" not in rec
 
 
+@pytest.mark.slow
 def test_ask_incorrect_with_the_web_off_reads_the_doubted_passages_and_says_so(built_index, tiny_gguf):
     """The evaluator judges every passage below the lower threshold and there is no web: the passages are
     read all the same (retrieval order), the record and stderr say the evaluator doubted them."""
@@ -256,6 +260,7 @@ def test_batch_streams_records_and_summarises(built_index, tiny_gguf, tmp_path):
     assert r.stdout == ""
 
 
+@pytest.mark.slow
 def test_an_unreadable_question_line_is_line_n_and_a_record_of_one_with_a_null_id_still_resumes(
     built_index, tiny_gguf, tmp_path
 ):
@@ -286,6 +291,7 @@ def test_an_unreadable_question_line_is_line_n_and_a_record_of_one_with_a_null_i
     assert [x["id"] for x in kept] == ["a", None, "line-3", "line-4"]  # the kept records as they were
 
 
+@pytest.mark.slow
 def test_batch_limit_reads_only_the_lines_it_answers(tiny_gguf, tmp_path):
     """A 40 MB question file with --limit 3: before, every line was parsed first (390 MB of address space more
     than a one-line file, 9 s before the first question); a MemoryError under the 100 MB more given here."""
@@ -301,6 +307,7 @@ def test_batch_limit_reads_only_the_lines_it_answers(tiny_gguf, tmp_path):
     assert [(x["id"], x["question"]) for x in recs] == [("line-1", "q 1?"), ("line-2", "q 2?"), ("line-3", "q 3?")]
 
 
+@pytest.mark.slow
 def test_batch_progress_has_no_total_until_a_file_too_large_to_count_first_ends(tiny_gguf, tmp_path, monkeypatch):
     import crag_cli.records as records
 
@@ -317,6 +324,7 @@ def _without_timings(text):
     return [{k: v for k, v in json.loads(line).items() if k != "timings"} for line in text.splitlines()]
 
 
+@pytest.mark.slow
 def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(
@@ -356,6 +364,7 @@ def test_batch_resume_after_interruption_equals_an_uninterrupted_run(built_index
     assert r.exit_code == 1 and "reading_version" in r.stderr, r.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["other input", "longer", "not json", "not ours", "no output"])
 def test_batch_resume_refuses_a_file_that_is_not_this_inputs_output(kind, built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
@@ -391,6 +400,7 @@ def test_batch_to_stdout_and_rag_mode(built_index, tiny_gguf, tmp_path):
     assert rec["mode"] == "rag" and rec["action"] is None and rec["scores"][0]["score"] is None
 
 
+@pytest.mark.slow
 def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
     lines = json.dumps({"id": "a", "question": "capital of Germany?"}) + "\n{oops\n"
     r = invoke(
@@ -402,6 +412,7 @@ def test_batch_and_evaluate_read_stdin(built_index, tiny_gguf):
     assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == ["a", "line-2"]
 
 
+@pytest.mark.slow
 def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatch):
     (tmp_path / "crag.toml").write_text(
         f'index = "{built_index}"\nupper = -1.0\nlower = -1.0\nfilter_threshold = -1.0\n'
@@ -422,6 +433,7 @@ def test_config_file_and_env_reach_the_command(built_index, tmp_path, monkeypatc
     assert r.exit_code == 1 and "CRAG_TOP_K" in r.stderr
 
 
+@pytest.mark.slow
 def test_no_refine_gives_whole_passages(built_index, tiny_gguf):
     from crag_cli.index import BM25Index
 

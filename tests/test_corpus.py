@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from crag_cli.corpus import chunk_sentences, split_passages, split_sentences
 from crag_cli.documents import Document
 from crag_cli.readers import html_main_text, read_folder
@@ -100,6 +102,7 @@ def test_a_short_document_is_one_passage_as_the_sentence_splitter_would_make_it(
             assert got == slow, (text, max_words)
 
 
+@pytest.mark.slow
 def test_a_sentence_that_abbreviations_join_is_joined_once():
     """600,000 initials in a row are one sentence (each piece was added to a growing string: minutes, not 0.5 s)."""
     text = "A. B. C. " * 200_000

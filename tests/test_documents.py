@@ -61,6 +61,7 @@ def pdf_docs(tmp_path) -> Path:
     return docs
 
 
+@pytest.mark.slow
 def test_a_pdf_is_indexed_page_by_page_and_its_source_names_the_page(pdf_docs, tiny_gguf, tmp_path):
     ix = tmp_path / "ix"
     r = invoke("index", pdf_docs, "--index", ix)

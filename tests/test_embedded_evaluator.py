@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from crag_cli.cli import app
 
 
+@pytest.mark.slow
 def test_the_embedded_evaluator_is_pinned_and_keeps_out_of_domain_questions_out_of_correct(tmp_path):
     """The shipped default (trained on PopQA) on the Python reference: it must not break another domain.
 
@@ -43,6 +45,7 @@ def test_the_embedded_evaluator_is_pinned_and_keeps_out_of_domain_questions_out_
     assert [q for q, a in actions.items() if q.startswith("out-") and a == "correct"] == []
 
 
+@pytest.mark.slow
 def test_the_embedded_evaluator_names_the_popqa_questions_it_was_trained_and_calibrated_on(tmp_path):
     """A test of the default on questions it learnt from is named in-sample (its figures there overstate it).
 

@@ -54,6 +54,7 @@ def test_report_counts_pairs_actions_and_the_confusion_table():
     assert "action accuracy 50.0%" in report.text() and "does not hold" in report.text()
 
 
+@pytest.mark.slow
 def test_evaluator_test_command(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(

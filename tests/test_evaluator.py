@@ -69,6 +69,7 @@ def test_minilm_prefers_the_relevant_passage_and_batches():
     assert ev.forward_passes == 4
 
 
+@pytest.mark.slow
 def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5):
     """``--evaluator-precision int8`` scores about as float does (a few hundredths), every evaluator kind."""
     from crag_cli.evaluator import CrossEncoderEvaluator, EMBEDDED_EVALUATOR

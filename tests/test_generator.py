@@ -190,6 +190,7 @@ def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
     )
 
 
+@pytest.mark.slow
 def test_a_second_reader_backend_is_one_entry_in_the_registry(built_index, tmp_path, monkeypatch):
     """A newcomer's reader plugs in as a backend: the settings take its name, ``crag ask`` answers with it,
     a batch records its fingerprint and resumes by it, and the llama.cpp backend still takes every other value."""

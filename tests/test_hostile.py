@@ -65,6 +65,7 @@ RAG = ["--mode", "rag", "--max-tokens", "8", "--threads", "1", "-k", "3", "--n-c
 # ----------------------------------------------------------------------------- 1, 10: one writer per output
 
 
+@pytest.mark.slow
 def test_a_second_batch_on_the_same_output_is_refused_naming_the_first(built_index, tiny_gguf, tmp_path):
     long, short = _questions(tmp_path / "long.jsonl", 300, "l"), _questions(tmp_path / "short.jsonl", 2, "s")
     out = tmp_path / "same.jsonl"
@@ -85,6 +86,7 @@ def test_a_second_batch_on_the_same_output_is_refused_naming_the_first(built_ind
     assert not (tmp_path / ".same.jsonl.crag-lock").exists()  # released: no file of crag's left behind
 
 
+@pytest.mark.slow
 def test_the_lock_of_a_killed_run_is_taken_over(built_index, tiny_gguf, tmp_path):
     qs, out = _questions(tmp_path / "q.jsonl", 2), tmp_path / "out.jsonl"
     holder = _holder(out)
@@ -148,6 +150,7 @@ def test_one_path_named_twice_in_a_command_is_said_so(tmp_path):
             Lock(tmp_path / "x").acquire()
 
 
+@pytest.mark.slow
 def test_a_reader_does_not_recover_an_index_while_another_run_holds_it(docs_dir, built_index, tmp_path):
     from test_safety import dead_pid
 
@@ -164,6 +167,7 @@ def test_a_reader_does_not_recover_an_index_while_another_run_holds_it(docs_dir,
 # ----------------------------------------------------------------------------- 2: calibrate --write
 
 
+@pytest.mark.slow
 def test_calibrate_updates_only_a_crag_config_and_keeps_its_comments(built_index, tmp_path):
     from crag_cli.config import read_config
 
@@ -227,6 +231,7 @@ def _killed_at_rename(target: Path, source_part: str, *args, cwd: Path) -> None:
     assert proc.returncode == -9, proc.stderr.decode()
 
 
+@pytest.mark.slow
 def test_an_index_rebuild_killed_between_its_renames_is_finished_by_the_next_run(docs_dir, tmp_path):
     ix = tmp_path / "ix"
     assert invoke("index", docs_dir, "--index", ix).exit_code == 0
@@ -261,6 +266,7 @@ def test_an_interrupted_rebuild_without_a_complete_new_index_is_rolled_back(docs
     assert [p.name for p in tmp_path.iterdir() if ".crag-tmp-" in p.name] == []
 
 
+@pytest.mark.slow
 def test_a_batch_killed_between_recording_and_renaming_its_output_resumes(built_index, tiny_gguf, tmp_path):
     qs, out = _questions(tmp_path / "q.jsonl", 3), tmp_path / "out.jsonl"
     args = ["batch", qs, "-o", out, "--index", built_index, "--model", tiny_gguf, *RAG]
@@ -317,6 +323,7 @@ def _hostile_file(path: Path, good: dict) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_hostile_json_lines_are_error_records_in_batch_and_resume(built_index, tiny_gguf, tmp_path):
     qs = _hostile_file(tmp_path / "q.jsonl", {"id": "ok", "question": "capital of Germany?"})
     out = tmp_path / "out.jsonl"
@@ -332,6 +339,7 @@ def test_hostile_json_lines_are_error_records_in_batch_and_resume(built_index, t
     assert r.exit_code == 1 and len(out.read_text().splitlines()) == 4
 
 
+@pytest.mark.slow
 def test_hostile_json_lines_never_raise_in_evaluate_calibrate_and_evaluator_test(built_index, tmp_path):
     qs = _hostile_file(tmp_path / "q.jsonl", {"question": "capital of Germany?", "answers": ["Berlin"]})
     r = invoke("evaluate", "--input", qs, "--index", built_index)
@@ -434,6 +442,7 @@ def test_a_t5_path_that_is_no_checkpoint_is_one_line(built_index, tmp_path):
 # ----------------------------------------------------------------------------- 9: a malformed result URL is one page
 
 
+@pytest.mark.slow
 def test_malformed_result_urls_are_skipped_pages_not_failed_questions(built_index, tiny_gguf, tmp_path):
     with LocalWeb(result_paths=("http://[::1", "http://127.0.0.1:99999/", "/wiki/Zorblat_Quintana")) as web:
         common = [
@@ -651,6 +660,7 @@ def _hostile_lines(rng: random.Random, n: int) -> list[bytes]:
     return [line if line.strip(b" \t\r") else b"?" for line in lines]  # every line non-blank: one record each
 
 
+@pytest.mark.slow
 def test_three_hundred_hostile_lines_give_three_hundred_records_and_no_traceback(built_index, tiny_gguf, tmp_path):
     lines = _hostile_lines(random.Random(30), 300)
     qs = tmp_path / "hostile.jsonl"
@@ -884,6 +894,7 @@ for timeout, path in ((5, "/bomb?mib=1024&layers=2"), (0.5, "/bomb?mib=1024&laye
 """
 
 
+@pytest.mark.slow
 def test_a_page_gzipped_into_a_bomb_is_cut_at_the_byte_limit_as_it_is_unpacked_and_within_the_page_limit():
     """Issue 66: 2.5 kB on the wire, ``Content-Encoding: gzip, gzip``, 1 GiB unpacked: 2 MB are kept, and neither
     the memory nor the time of the fetch grows with what the page would unpack to (3 GB and 235 s before). A page
@@ -922,6 +933,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_a_batch_with_workers_killed_outright_resumes_whole_and_its_workers_end_with_it(
     built_index, tiny_gguf, tmp_path
@@ -957,6 +969,7 @@ def test_a_batch_with_workers_killed_outright_resumes_whole_and_its_workers_end_
     assert sorted(p.name for p in tmp_path.iterdir() if "out" in p.name) == ["out.jsonl", "out.jsonl.run.json"]
 
 
+@pytest.mark.slow
 def test_an_index_build_killed_again_and_again_is_always_the_old_or_the_new_one(tmp_path):
     from test_documents import make_pdf
 
@@ -1003,6 +1016,7 @@ def test_an_index_build_killed_again_and_again_is_always_the_old_or_the_new_one(
     assert sorted(p.name for p in docs.iterdir()) == sorted([*pdfs, "notes.txt"])
 
 
+@pytest.mark.slow
 def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
     """tqdm's default lock is a named semaphore: a worker ended by ``pool.terminate()`` left it registered, and
     about every other ``--workers`` batch ended with "resource_tracker: There appear to be 1 leaked semaphore

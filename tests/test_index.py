@@ -396,6 +396,7 @@ for i in range(rounds):
 """
 
 
+@pytest.mark.slow
 def test_loads_beside_a_process_that_rebuilds_the_index_get_the_old_or_the_new_one_whole(tmp_path):
     alpha, beta = _generation(tmp_path / "alpha", "alpha", 30), _generation(tmp_path / "beta", "beta", 50)
     ix = tmp_path / "ix"

@@ -94,6 +94,7 @@ def _quote_by_brute_force(answer, texts, min_f1=0.5, max_f1=0.9, min_shared=3):
     return found if best < max_f1 else None
 
 
+@pytest.mark.slow
 def test_quote_gives_the_sentence_a_reworded_answer_was_drawn_from_as_a_brute_force_search_does():
     import random
 

@@ -192,6 +192,7 @@ def test_batch_never_writes_over_its_input(built_index, tiny_gguf, tmp_path):
     assert qs.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_calibrate_never_writes_over_its_input_or_a_file_that_is_not_a_config(built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")
@@ -210,6 +211,7 @@ def test_calibrate_never_writes_over_its_input_or_a_file_that_is_not_a_config(bu
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporaries
 
 
+@pytest.mark.slow
 def test_batch_does_not_replace_a_file_it_did_not_write_unless_told(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "capital of Germany?"}) + "\n")
@@ -249,11 +251,12 @@ def _questions(tmp_path, n=3):
     "change, setting",
     [
         (["--mode", "rag"], "mode"),
-        (["--upper", "0.3"], "thresholds"),
-        (["--evaluator", "minilm-cosine:{other}"], "evaluator"),
-        (["--top-k", "3"], "top_k"),
-        (["--model", "{other_model}"], "model"),
-        (["--index", "{other_index}"], "index_sha256"),
+        # two batches each: the fast tier keeps the first
+        pytest.param(["--upper", "0.3"], "thresholds", marks=pytest.mark.slow),
+        pytest.param(["--evaluator", "minilm-cosine:{other}"], "evaluator", marks=pytest.mark.slow),
+        pytest.param(["--top-k", "3"], "top_k", marks=pytest.mark.slow),
+        pytest.param(["--model", "{other_model}"], "model", marks=pytest.mark.slow),
+        pytest.param(["--index", "{other_index}"], "index_sha256", marks=pytest.mark.slow),
     ],
 )
 def test_resume_refuses_other_settings_naming_the_setting(change, setting, built_index, tiny_gguf, tmp_path, docs_dir):
@@ -287,6 +290,7 @@ def test_resume_refuses_other_settings_naming_the_setting(change, setting, built
     assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
 
 
+@pytest.mark.slow
 def test_resume_ignores_what_the_records_do_not_depend_on(built_index, tiny_gguf, tmp_path, docs_dir):
     qs = _questions(tmp_path)
     out = tmp_path / "out.jsonl"
@@ -326,6 +330,7 @@ def test_evaluator_fingerprint_follows_the_files_content_not_their_times(tmp_pat
     assert evaluator_fingerprint(str(folder)) != before
 
 
+@pytest.mark.slow
 def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_errors(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(
@@ -356,6 +361,7 @@ def test_records_name_mode_model_and_evaluator_and_retry_errors_redoes_only_erro
 # ----------------------------------------------------------------------------- 8: the web cache and private addresses
 
 
+@pytest.mark.slow
 def test_cached_private_pages_are_not_served_without_allow_private(built_index, tiny_gguf):
     with LocalWeb() as web:
         base = [
@@ -475,6 +481,7 @@ def test_preset_on_the_cosine_evaluator_warns(built_index):
 # ----------------------------------------------------------------------------- 14: a byte-order mark
 
 
+@pytest.mark.slow
 def test_a_byte_order_mark_does_not_spoil_the_first_line(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "bom.jsonl"
     qs.write_bytes(
@@ -493,6 +500,7 @@ def test_a_byte_order_mark_does_not_spoil_the_first_line(built_index, tiny_gguf,
 # ----------------------------------------------------------------------------- 16: one count per record
 
 
+@pytest.mark.slow
 def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     long_question = "capital of Germany " * 300  # does not fit n_ctx 1024 (a byte a token): generation fails
@@ -516,6 +524,7 @@ def test_a_failed_generation_is_counted_once(built_index, tiny_gguf, tmp_path):
 # ----------------------------------------------------------------------------- kills and garbage
 
 
+@pytest.mark.slow
 def test_batch_killed_at_random_points_resumes_to_one_whole_record_per_line(built_index, tiny_gguf, tmp_path):
     import random
 
@@ -617,6 +626,7 @@ def _fuzz_lines(rng) -> list[bytes]:
     return [rng.choice(makers)() for _ in range(300)]
 
 
+@pytest.mark.slow
 def test_fuzzed_jsonl_gives_exactly_one_record_per_non_blank_line(tiny_gguf, tmp_path):
     import random
 
@@ -636,6 +646,7 @@ def test_fuzzed_jsonl_gives_exactly_one_record_per_non_blank_line(tiny_gguf, tmp
 # ----------------------------------------------------------------------------- found in review
 
 
+@pytest.mark.slow
 def test_outputs_that_are_links_or_not_regular_files_are_refused(built_index, tiny_gguf, tmp_path):
     qs = _questions(tmp_path, 1)
     precious = tmp_path / "precious.txt"
@@ -659,6 +670,7 @@ def test_a_folder_with_someone_elses_manifest_is_not_an_index(docs_dir, tmp_path
     assert (webapp / "manifest.json").read_text() == '{"name": "my app"}'
 
 
+@pytest.mark.slow
 def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_thrown_away(
     built_index, tiny_gguf, tmp_path
 ):
@@ -677,6 +689,7 @@ def test_an_output_replaced_by_the_user_is_theirs_and_a_partial_run_is_not_throw
     assert (tmp_path / "out.jsonl.partial").read_text() == lines[0]
 
 
+@pytest.mark.slow
 def test_resume_checks_the_questions_not_only_the_line_numbers(built_index, tiny_gguf, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(
@@ -723,6 +736,7 @@ def test_odd_names_and_links_are_one_line_not_a_traceback(docs_dir, built_index,
     assert odd.exists()  # not a process id crag can judge: left alone
 
 
+@pytest.mark.slow
 def test_replacing_keeps_links_and_permissions(docs_dir, built_index, tmp_path):
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")

@@ -76,6 +76,7 @@ def test_two_files_retrieve_the_one_that_answers_first(two_files, tmp_path):
     assert revenue[0].passage.cite == "report.pdf p. 2"
 
 
+@pytest.mark.slow
 def test_evaluate_lists_the_passage_of_a_two_file_folder(two_files, tmp_path):
     assert invoke("index", two_files, "--index", tmp_path / "ix").exit_code == 0
     r = invoke("evaluate", CITY, "--index", tmp_path / "ix", "--json")
@@ -87,6 +88,7 @@ def test_evaluate_lists_the_passage_of_a_two_file_folder(two_files, tmp_path):
     assert r.exit_code == 0 and "Lisbon" in r.stdout
 
 
+@pytest.mark.slow
 def test_ask_reads_the_passage_that_answers(two_files, tmp_path, tiny_gguf):
     assert invoke("index", two_files, "--index", tmp_path / "ix").exit_code == 0
     r = invoke("ask", CITY, "--index", tmp_path / "ix", "--model", tiny_gguf, "--max-tokens", "4", "--json")
@@ -96,6 +98,7 @@ def test_ask_reads_the_passage_that_answers(two_files, tmp_path, tiny_gguf):
     assert any("Lisbon" in t for t in read)
 
 
+@pytest.mark.slow
 def test_the_default_reader_answers_a_two_file_folder_when_installed(two_files, tmp_path):
     from crag_cli.models import QWEN_15B
 

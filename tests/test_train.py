@@ -243,6 +243,7 @@ def test_synthetic_questions_alone_still_calibrate_an_incorrect_side():
     assert calibration_items(gold, scores[:8]) == question_items(gold, scores[:8])  # gold data: unchanged
 
 
+@pytest.mark.slow
 def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     pairs = toy_pairs(24)
     train_part, val_part = split_by_question(pairs, 0.25, seed=0)
@@ -306,6 +307,7 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev"]
 
 
+@pytest.mark.slow
 def test_an_evaluator_that_cannot_rank_the_passages_is_warned_about(tiny_bert, tmp_path):
     # validation passages that say the same whatever their label: no evaluator can rank them (AUC 0.5)
     train_part, val_part = split_by_question(toy_pairs(8), 0.25, seed=0)
@@ -323,6 +325,7 @@ def test_an_evaluator_that_cannot_rank_the_passages_is_warned_about(tiny_bert, t
     assert any("little better than chance" in n for n in card["calibration"]["notes"])
 
 
+@pytest.mark.slow
 def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
@@ -349,6 +352,7 @@ def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
         build_evaluator(f"minilm:{out}").score([("a", "b")])
 
 
+@pytest.mark.slow
 def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
     (tmp_path / "thesis").mkdir()
     (tmp_path / "thesis" / "chapter1.txt").write_text("precious")
@@ -511,6 +515,7 @@ class CityQuestions:
         return Generation(f"Question: Which river does {city} lie on?\nAnswer: {river}", 10, 10)
 
 
+@pytest.mark.slow
 def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_bert, tiny_gguf, tmp_path, monkeypatch):
     from crag_cli import build
 
@@ -591,6 +596,7 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
         parse_spec(f"minilm:{tmp_path}")
 
 
+@pytest.mark.slow
 def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert, tmp_path, monkeypatch):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"

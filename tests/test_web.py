@@ -232,6 +232,7 @@ def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
     ]
 
 
+@pytest.mark.slow
 def test_a_searxng_answer_that_drips_ends_at_the_whole_request_limit(web):
     """A byte every 0.3 s never trips the 1 s read timeout: the whole answer has twice it, as a page has."""
     start = time.monotonic()
@@ -410,6 +411,7 @@ def _ask_ambiguous_with_searxng(index, model, url: str):
     return rec
 
 
+@pytest.mark.slow
 def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -418,6 +420,7 @@ def test_web_failure_never_crashes_ask(built_index, tiny_gguf):
     assert "search failed: SearxNG unreachable" in rec["external_knowledge"]["error"]
 
 
+@pytest.mark.slow
 def test_a_searxng_answer_without_a_results_list_never_crashes_ask(built_index, tiny_gguf):
     with LocalWeb(search_body=b'{"results": 5}') as server:
         rec = _ask_ambiguous_with_searxng(built_index, tiny_gguf, server.url)

@@ -218,7 +218,8 @@ class LocalWeb:
         self.server.search_body = search_body  # the SearxNG answer's bytes as they are, instead of result_paths
         self.server.queries = []
         self.server.requests = []
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 50 ms, so that shutdown() at the end of a test waits that long, not 0.5 s
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
