@@ -131,6 +131,7 @@ def _answer(r) -> str:
     return r.stdout.strip()
 
 
+@pytest.mark.slow
 def test_ask_by_url_gives_the_in_process_answer_and_never_shows_the_key(llama_url, built_index):
     url, model = llama_url
     args = ["ask", "What is the capital of France?", "--index", built_index, "--max-tokens", "8", "--task", "popqa"]
@@ -142,6 +143,7 @@ def test_ask_by_url_gives_the_in_process_answer_and_never_shows_the_key(llama_ur
     assert "wrong" not in refused.output
 
 
+@pytest.mark.slow
 def test_batch_by_url_names_the_server_and_model_never_the_key(llama_url, built_index, tmp_path):
     url, _ = llama_url
     questions = tmp_path / "q.jsonl"
@@ -186,6 +188,7 @@ def test_an_openai_server_gets_control_tokens_broken_and_a_bound_on_the_prompt(o
     assert gen.count_tokens(messages) >= len(messages[0]["content"].encode()) / served.BYTES_PER_TOKEN
 
 
+@pytest.mark.slow
 def test_a_served_reader_fails_in_one_line(openai_server, built_index, quick_retries, tmp_path):
     script, url = openai_server
     args = ["ask", "What is the capital of France?", "--index", built_index, "--max-tokens", "8"]
@@ -213,6 +216,7 @@ def test_a_dripping_answer_is_cut_at_the_answer_timeout(openai_server):
         gen.generate([{"role": "user", "content": "q"}], 8)
 
 
+@pytest.mark.slow
 def test_a_server_that_fails_mid_batch_gives_error_records_and_resume_redoes_them(
     openai_server, built_index, quick_retries, tmp_path
 ):
