@@ -191,13 +191,13 @@ def test_a_second_reader_backend_is_one_entry_in_the_registry(built_index, tmp_p
     backend still takes every other value."""
     import json
 
-    from test_plugins import TOY, install
+    from test_plugins import install
     from test_safety import invoke, one_error_line
 
     from crag_cli.generator import backends
     from crag_cli.settings import Settings
 
-    install(tmp_path / "site", TOY, monkeypatch)
+    install(tmp_path / "site", monkeypatch)
     toy = backends.reader_backends()[0]
     assert toy.name == "toy" and isinstance(backends.backend("toy-1"), type(toy))
     assert Settings(model="toy-1").model == "toy-1"

@@ -1,10 +1,13 @@
-"""Plugins by entry point (docs/extending.md): a toy reader backend and a toy document type, registered as an
-installed package registers them, by a ``.dist-info`` folder on ``sys.path``, without installing anything."""
+"""Plugins by entry point: docs/extending.md's toy reader backend and toy document type (the page's own code
+blocks), registered as an installed package registers them, by a ``.dist-info`` folder on ``sys.path``, without
+installing anything; and a broken entry point."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,70 +16,37 @@ from test_safety import invoke
 from crag_cli import plugins
 from crag_cli.index import BM25Index, build_index
 
-TOY_PLUGIN = '''
-from crag_cli.documents import Document, Unreadable
-from crag_cli.fakes import FakeGenerator
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
 
-class ToyBackend:
-    name = "toy"
-
-    def accepts(self, model):
-        return model.startswith("toy-")
-
-    def problem(self, model):
-        return None if model == "toy-1" else "the toy reader has one model: toy-1"
-
-    def canonical(self, model):
-        return model
-
-    def user_file(self, model):
-        return None
-
-    def fingerprint(self, model):
-        return f"{model} of the toy reader 0.1"
-
-    def check(self, model):
-        pass
-
-    def create(self, model, options):
-        generator = FakeGenerator(f"The toy says: {model}.", options.n_ctx)
-        generator.model = model
-        return generator
+def _code(language: str) -> list[str]:
+    """The code blocks of docs/extending.md in ``language``: the toy plugin is the one the page walks through."""
+    return re.findall(rf"```{language}\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
 
 
-class ToyDocuments:
-    """A .toy file: its first line is the title, the rest the text; an empty one is unreadable."""
-
-    name = "toy"
-    version = "1"
-    suffixes = (".toy",)
-
-    def read(self, path, rel):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        if not lines:
-            raise Unreadable("an empty toy")
-        return [Document(id=rel, title=lines[0], text="\\n".join(lines[1:]), source=rel)]
+PYPROJECT = tomllib.loads(_code("toml")[0])["project"]  # crag-toy's: its name, version and entry points
+MODULE = "crag_toy"
+TOY_PLUGIN = "\n\n".join(_code("python")) + (
+    "\n\nclass Greedy(ToyDocuments):\n    name = 'greedy'\n    suffixes = ('.greedy', '.TXT')\n"  # claims .txt
+)
+TOY = PYPROJECT["entry-points"]
 
 
-class Greedy(ToyDocuments):
-    name = "greedy"
-    suffixes = (".greedy", ".TXT")
-'''
-
-
-def install(folder: Path, entry_points: str, monkeypatch, version: str = "0.1") -> Path:
+def install(folder: Path, monkeypatch, entry_points: dict = TOY, version: str = PYPROJECT["version"]) -> Path:
     """The toy package as pip would leave it (its module, and a dist-info folder naming its entry points), found
     first on ``sys.path``; crag's plugins forgotten, so that they are looked up again (and as before the test after
     it)."""
     folder.mkdir(exist_ok=True)
-    (folder / "toy_plugin.py").write_text(TOY_PLUGIN)
-    info = folder / "toy_plugin-0.1.dist-info"
+    (folder / f"{MODULE}.py").write_text(TOY_PLUGIN)
+    info = folder / f"{MODULE}-0.1.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: toy-plugin\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(entry_points)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {PYPROJECT['name']}\nVersion: {version}\n")
+    groups = [
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in named.items()) for group, named in entry_points.items()
+    ]
+    (info / "entry_points.txt").write_text("\n".join(groups))
     monkeypatch.syspath_prepend(str(folder))
-    sys.modules.pop("toy_plugin", None)  # imported again, from here
+    sys.modules.pop(MODULE, None)  # imported again, from here
     monkeypatch.setattr(plugins, "_registries", {})
     return folder
 
@@ -84,10 +54,7 @@ def install(folder: Path, entry_points: str, monkeypatch, version: str = "0.1") 
 @pytest.fixture(autouse=True)
 def _forget_the_toy():
     yield
-    sys.modules.pop("toy_plugin", None)
-
-
-TOY = "[crag.readers]\ntoy = toy_plugin:ToyBackend\n\n[crag.documents]\ntoy = toy_plugin:ToyDocuments\n"
+    sys.modules.pop(MODULE, None)
 
 
 def warnings(r) -> list[str]:
@@ -100,7 +67,7 @@ def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir,
     ix = tmp_path / "ix"
     before = build_index(docs_dir, ix)  # no plugin yet: the .toy files are not read
     assert ("harbour.toy", "unsupported file type") in before.skipped
-    install(tmp_path / "site", TOY, monkeypatch)
+    install(tmp_path / "site", monkeypatch)
 
     r = invoke("index", docs_dir, "--index", ix)
     assert r.exit_code == 0 and not warnings(r), r.output
@@ -109,7 +76,7 @@ def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir,
     assert [(p.title, p.text) for p in toy] == [("Harbour notes", "The harbour wall of Port Elm was rebuilt in 1902.")]
     manifest = json.loads((ix / "manifest.json").read_text())
     typed = {s["path"]: s.get("document_type") for s in manifest["sources"]}
-    assert typed["harbour.toy"] == "toy 1 (toy-plugin 0.1)" and typed["paris.txt"] is None
+    assert typed["harbour.toy"] == "toy 1 (crag-toy 0.1)" and typed["paris.txt"] is None
 
     r = invoke("ask", "What is in the documents?", "--index", ix, "--model", "toy-1", "--model-knowledge")
     assert r.exit_code == 0 and "The toy says: toy-1." in r.stdout, r.output
@@ -126,7 +93,7 @@ def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir,
     identity = json.loads(Path(f"{out}.run.json").read_text())["identity"]
     assert (identity["reader"], identity["model_sha256"]) == ("toy", "toy-1 of the toy reader 0.1")
 
-    install(tmp_path / "site", TOY, monkeypatch, version="0.2")  # an upgrade: its files are read again, no other
+    install(tmp_path / "site", monkeypatch, version="0.2")  # an upgrade: its files are read again, no other
     report = build_index(docs_dir, ix)
     assert (report.status, report.read, report.reused) == ("built", 2, report.files - 2)
     r = invoke("batch", questions, "--index", ix, "--mode", "rag", "--model", "toy-1", "-o", out, "--resume")
@@ -135,23 +102,23 @@ def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir,
 
 def test_a_broken_plugin_is_one_warning_line_and_crag_goes_on(docs_dir, tmp_path, monkeypatch):
     (docs_dir / "a.greedy").write_text("Greedy\nA greedy file.")
-    broken = (
-        "[crag.readers]\ntoy = toy_plugin:ToyBackend\nbroken = no_such_module:Reader\n\n"
-        "[crag.documents]\nbroken = toy_plugin:Missing\ngreedy = toy_plugin:Greedy\n"
-    )
-    install(tmp_path / "site", broken, monkeypatch)
+    broken = {
+        "crag.readers": {**TOY["crag.readers"], "broken": "no_such_module:Reader"},
+        "crag.documents": {"broken": "crag_toy:Missing", "greedy": "crag_toy:Greedy"},
+    }
+    install(tmp_path / "site", monkeypatch, broken)
     r = invoke("index", docs_dir, "--index", tmp_path / "ix")
     assert r.exit_code == 0 and "indexed 4 documents from 4 files" in r.stderr, r.output
     assert warnings(r) == [
-        'crag: warning: crag.documents entry point "broken = toy_plugin:Missing" (toy-plugin 0.1) could not be '
-        "loaded (AttributeError: module 'toy_plugin' has no attribute 'Missing'); left out",
-        'crag: warning: crag.documents entry point "greedy = toy_plugin:Greedy" (toy-plugin 0.1) claims .txt, '
+        'crag: warning: crag.documents entry point "broken = crag_toy:Missing" (crag-toy 0.1) could not be '
+        "loaded (AttributeError: module 'crag_toy' has no attribute 'Missing'); left out",
+        'crag: warning: crag.documents entry point "greedy = crag_toy:Greedy" (crag-toy 0.1) claims .txt, '
         "which crag itself reads; left out",
     ]
     assert "skipped a.greedy: unsupported file type" in r.stderr
     r = invoke("ask", "What is in the documents?", "--index", tmp_path / "ix", "--model", "toy-1", "--model-knowledge")
     assert r.exit_code == 0 and "The toy says: toy-1." in r.stdout, r.output
     assert warnings(r) == [
-        'crag: warning: crag.readers entry point "broken = no_such_module:Reader" (toy-plugin 0.1) could not be '
+        'crag: warning: crag.readers entry point "broken = no_such_module:Reader" (crag-toy 0.1) could not be '
         "loaded (ModuleNotFoundError: No module named 'no_such_module'); left out"
     ]
