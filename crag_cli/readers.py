@@ -5,7 +5,8 @@ Splitting them into passages is :mod:`crag_cli.corpus`.
 Supported files: ``.txt``, ``.md``, ``.html``/``.htm`` (main text through
 readability-lxml), ``.jsonl`` (one document per line with ``id``, ``title``,
 ``text``), ``.pdf`` (the text layer, page by page) and ``.docx`` (see
-:mod:`crag_cli.documents`). Every other file, every unreadable or non-UTF-8
+:mod:`crag_cli.documents`), and those of the document types plugins add: the
+suffixes and their readers are :mod:`crag_cli.doctypes`. Every other file, every unreadable or non-UTF-8
 file (a scanned, encrypted or corrupt PDF, a ``.docx`` that is not one) and
 every bad JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped
 silently.
@@ -19,23 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import jsonl
+from . import doctypes
+from .doctypes import BuiltinType
 from .documents import Document
 from .errors import one_line
 from .files import LOCK_TAG
-from .titles import first_heading, first_line_title, markdown_title, text_title
-from .corpus import normalize_space
-
-TEXT_SUFFIXES = {".txt", ".md"}
-HTML_SUFFIXES = {".html", ".htm"}
-JSONL_SUFFIXES = {".jsonl"}
-PDF_SUFFIXES = {".pdf"}
-DOCX_SUFFIXES = {".docx"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
-SUPPORTED_TEXT = " ".join(sorted(SUPPORTED_SUFFIXES))  # for messages and --help
-# Raised whenever a reader gives other text or titles for the same file, so that an index rebuilds every file.
-# 2: .txt titles from the first line; .pdf and .docx read.
-READERS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -55,78 +44,7 @@ class CorpusReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- HTML
-
-
-def html_main_text(html: str) -> tuple[str, str]:
-    """Extract ``(title, main text)`` from an HTML page with readability-lxml.
-
-    Block elements (paragraphs, headings, list items) become paragraphs
-    separated by blank lines.
-    """
-    import lxml.html
-    from readability import Document as ReadabilityDocument
-
-    rdoc = ReadabilityDocument(html)
-    title = rdoc.short_title() or ""
-    summary = rdoc.summary(html_partial=True)
-    tree = lxml.html.fromstring(summary) if summary.strip() else None
-    if tree is None:
-        return title, ""
-    blocks: list[str] = []
-    block_tags = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "td", "dd", "dt"}
-    for el in tree.iter():
-        if el.tag in block_tags and not any(a.tag in block_tags for a in el.iterancestors()):
-            text = normalize_space(el.text_content())
-            if text:
-                blocks.append(text)
-    if not blocks:
-        text = normalize_space(tree.text_content())
-        blocks = [text] if text else []
-    if title in ("[no-title]",):
-        title = ""
-    return title, "\n\n".join(blocks)
-
-
 # --------------------------------------------------------------------------- folders
-
-
-def _read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
-    text = data.decode("utf-8-sig")
-    if path.suffix.lower() in HTML_SUFFIXES:
-        title, body = html_main_text(text)
-        return [Document(id=rel, title=title or Path(rel).stem, text=body, source=rel)]
-    title = markdown_title(text) if path.suffix.lower() == ".md" else text_title(text)
-    return [Document(id=rel, title=title or Path(rel).stem, text=text, source=rel)]  # (the name: valid Unicode)
-
-
-def _big_text_file(path: Path, rel: str) -> list[Document]:
-    """A .txt or .md larger than :data:`crag_cli.bigtext.PIECE_BYTES`: titled as a whole read titles it, from its
-    first pieces (a first line or heading longer than a piece is no title), its text left on disk."""
-    from .bigtext import text_pieces
-
-    markdown = path.suffix.lower() == ".md"
-    title, has_text = (first_heading if markdown else first_line_title)(text_pieces(path))
-    return [Document(id=rel, title=title or Path(rel).stem, text="", source=rel, path=path if has_text else None)]
-
-
-def _read_jsonl(rel: str, data: bytes, skipped: list[tuple[str, str]]) -> list[Document]:
-    docs = []
-    for lineno, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{rel}:{lineno}"
-        try:
-            obj = jsonl.parse(line, first=lineno == 1)
-        except jsonl.BadLine as exc:
-            skipped.append((where, str(exc)))
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-            skipped.append((where, "not an object with a string 'text'"))
-            continue
-        doc_id = str(obj.get("id", f"{rel}:{lineno}"))
-        docs.append(Document(id=doc_id, title=str(obj.get("title") or ""), text=obj["text"], source=where))
-    return docs
 
 
 def shown_name(rel: str) -> str:
@@ -200,7 +118,7 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
     folder = Path(folder)
     if folder.is_file():
         listing = FileListing(folder.parent)
-        (listing.paths if folder.suffix.lower() in SUPPORTED_SUFFIXES else listing.unsupported).append(folder)
+        (listing.paths if doctypes.find(folder) is not None else listing.unsupported).append(folder)
         listing.unsupported = [listing.shown(p) for p in listing.unsupported]
         return listing
     listing = FileListing(folder)
@@ -228,7 +146,7 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
                 continue
             elif not path.is_file():
                 continue  # a socket, a pipe, a device: not a document
-            elif path.suffix.lower() in SUPPORTED_SUFFIXES:
+            elif doctypes.find(path) is not None:
                 listing.paths.append(path)
             else:
                 listing.unsupported.append(listing.shown(path))
@@ -316,30 +234,21 @@ def read_file(
         documents of it), and its size in bytes (``None`` when it could not be read
         or parsed).
     """
-    from .bigtext import PIECE_BYTES
+    from .documents import Unreadable
 
     skipped: list[tuple[str, str]] = []
-    suffix = path.suffix.lower()
+    found = doctypes.find(path)
+    kind = found.kind if found is not None else doctypes.TEXT  # (a file crag does not list: read as text)
     try:
         size = os.stat(path).st_size
-        big = suffix in TEXT_SUFFIXES and size > PIECE_BYTES  # read piece by piece when split (crag_cli.bigtext)
-        data = b"" if big or suffix in PDF_SUFFIXES | DOCX_SUFFIXES else path.read_bytes()  # (read by their library)
-    except OSError as exc:
-        return [], [(rel, f"unreadable ({exc.strerror or exc})")], None
-    try:
-        if big:
-            docs = _big_text_file(path, rel)
-        elif suffix in JSONL_SUFFIXES:
-            docs = _read_jsonl(rel, data, skipped)
-        elif suffix in PDF_SUFFIXES | DOCX_SUFFIXES:
-            from .documents import Unreadable, read_docx, read_pdf
-
-            try:
-                docs = read_pdf(path, rel, on_page, skipped) if suffix in PDF_SUFFIXES else read_docx(path, rel)
-            except Unreadable as exc:
-                return [], [(rel, str(exc))], None
+        if isinstance(kind, BuiltinType):  # crag's own: what it skips of the file, a long PDF's progress
+            docs = kind.reader(path, rel, skipped, on_page)
         else:
-            docs = _read_text_file(path, rel, data)
+            docs = list(kind.read(path, rel))
+            if not all(isinstance(doc, Document) for doc in docs):
+                raise TypeError(f"the {kind.name} reader gave something other than a list of Documents")
+    except Unreadable as exc:
+        return [], [(rel, str(exc))], None
     except UnicodeDecodeError:
         return [], [(rel, "not UTF-8")], None
     except OSError as exc:

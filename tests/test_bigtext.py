@@ -12,7 +12,8 @@ from conftest import crag_process, vm_peak
 import crag_cli.bigtext as bigtext
 from crag_cli.corpus import split_passages
 from crag_cli.documents import Document, Unreadable
-from crag_cli.readers import _read_text_file, read_file, split_documents
+from crag_cli.doctypes import read_text_file
+from crag_cli.readers import read_file, split_documents
 from crag_cli.titles import first_heading, first_line_title, markdown_title, text_title
 
 TOKENS = [
@@ -104,7 +105,7 @@ def test_a_large_text_file_gives_the_passages_and_title_of_a_whole_read(suffix, 
     path = tmp_path / f"big{suffix}"
     path.write_bytes(text.encode("utf-8").replace(b"\n", b"\r\n", 3))
     data = path.read_bytes()
-    whole = [p for d in _read_text_file(path, path.name, data) for p in split_passages(d, 100)]
+    whole = [p for d in read_text_file(path, path.name, data) for p in split_passages(d, 100)]
     assert whole[0].title == ("The Heading" if suffix == ".md" else "The Title of It") and len(whole) > 2000
     for piece in (64 << 10, 5 << 10):
         monkeypatch.setattr(bigtext, "PIECE_BYTES", piece)

@@ -4,7 +4,8 @@ import pytest
 
 from crag_cli.corpus import chunk_sentences, split_passages, split_sentences
 from crag_cli.documents import Document
-from crag_cli.readers import html_main_text, read_folder
+from crag_cli.doctypes import html_main_text
+from crag_cli.readers import read_folder
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():

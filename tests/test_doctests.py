@@ -11,6 +11,7 @@ import pytest
     [
         "crag_cli.documents",
         "crag_cli.readers",
+        "crag_cli.doctypes",
         "crag_cli.titles",
         "crag_cli.refine",
         "crag_cli.prompts",

@@ -10,7 +10,7 @@ from test_safety import invoke
 
 from crag_cli.corpus import split_passages
 from crag_cli.documents import Document
-from crag_cli.readers import text_title
+from crag_cli.titles import text_title
 from crag_cli.documents import clean_page, drop_running_lines, join_pages
 from crag_cli.index import BM25Index
 

@@ -192,57 +192,29 @@ def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
 
 @pytest.mark.slow
 def test_a_second_reader_backend_is_one_entry_in_the_registry(built_index, tmp_path, monkeypatch):
-    """A newcomer's reader plugs in as a backend: the settings take its name, ``crag ask`` answers with it,
-    a batch records its fingerprint and resumes by it, and the llama.cpp backend still takes every other value."""
+    """A newcomer's reader plugs in as a backend (by entry point: tests/test_plugins.py's toy): the settings take
+    its name, ``crag ask`` answers with it, a batch records its fingerprint and resumes by it, and the llama.cpp
+    backend still takes every other value."""
     import json
 
+    from test_plugins import install
     from test_safety import invoke, one_error_line
 
-    from crag_cli.fakes import FakeGenerator
     from crag_cli.generator import backends
     from crag_cli.settings import Settings
 
-    class Echo:
-        name, version = "echo", 1
-
-        def accepts(self, model):
-            return model.startswith("echo")
-
-        def problem(self, model):
-            return None if model in ("echo", "echo-v2") else "echo takes echo or echo-v2"
-
-        def canonical(self, model):
-            return model
-
-        def user_file(self, model):
-            return None
-
-        def fingerprint(self, model):
-            return f"{model} version {self.version}"
-
-        def check(self, model):
-            pass
-
-        def create(self, model, options):
-            generator = FakeGenerator(f"answered by {model}", options.n_ctx)
-            generator.model = model
-            return generator
-
-    echo = Echo()
-    monkeypatch.setattr(backends, "BACKENDS", (echo, *backends.BACKENDS))
-    assert Settings(model="echo").model == "echo"
-    one_error_line(invoke("ask", "q", "--index", built_index, "--model", "echo-v3"), "echo takes echo or echo-v2")
-    r = invoke("ask", "What is in the documents?", "--index", built_index, "--model", "echo", "--model-knowledge")
-    assert r.exit_code == 0 and "answered by echo" in r.stdout, r.output
+    install(tmp_path / "site", monkeypatch)
+    toy = backends.reader_backends()[0]
+    assert toy.name == "toy" and isinstance(backends.backend("toy-1"), type(toy))
+    assert Settings(model="toy-1").model == "toy-1"
+    one_error_line(invoke("ask", "q", "--index", built_index, "--model", "toy-3"), "the toy reader has one model")
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"id": "1", "question": "What is John Smithson's occupation?"}) + "\n")
     out = tmp_path / "out.jsonl"
     common = ["--index", built_index, "--mode", "rag", "-o", out]
-    assert invoke("batch", qs, "--model", "echo", *common).exit_code == 0
-    record = json.loads(out.read_text())
-    assert (record["answer"], record["model"]) == ("answered by echo", "echo")
-    assert invoke("batch", qs, "--model", "echo", "--resume", *common).exit_code == 0  # the same reader resumes
-    echo.version = 2  # the same name, another model: its answers are not the same run's
-    r = invoke("batch", qs, "--model", "echo", "--resume", *common)
-    assert r.exit_code == 1 and "echo version 2" in r.stderr, r.output
+    assert invoke("batch", qs, "--model", "toy-1", *common).exit_code == 0
+    assert invoke("batch", qs, "--model", "toy-1", "--resume", *common).exit_code == 0  # the same reader resumes
+    monkeypatch.setattr(type(toy), "fingerprint", lambda self, model: f"{model} of the toy reader 0.2")
+    r = invoke("batch", qs, "--model", "toy-1", "--resume", *common)  # the same name, another model: not resumed
+    assert r.exit_code == 1 and "toy-1 of the toy reader 0.2" in r.stderr, r.output
     assert Settings().model == "qwen2.5-coder-1.5b"  # still the llama.cpp backend's

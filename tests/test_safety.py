@@ -114,7 +114,7 @@ def test_index_inside_the_documents_is_not_read_back_and_hidden_files_are_left_o
 
 def test_unchanged_folder_is_decided_from_sizes_and_hashes_without_parsing(docs_dir, tmp_path, monkeypatch):
     assert invoke("index", docs_dir, "--index", tmp_path / "ix").exit_code == 0
-    import crag_cli.readers as corpus
+    import crag_cli.doctypes as corpus
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("an unchanged folder must not be parsed")

@@ -14,7 +14,7 @@ assembled, verified; :func:`resolve_model`), ``served`` (:class:`ServedGenerator
 a model behind an HTTP server), ``engine`` (:class:`EngineGenerator`: crag's
 in-process llama.cpp server), ``template`` (the chat template's text cut into
 trusted and untrusted pieces), ``backends`` (which reader runs a ``--model`` value:
-:func:`backend`, :data:`BACKENDS`).
+:func:`backend`; :func:`~crag_cli.generator.backends.reader_backends`: the plugins' and :data:`BACKENDS`).
 """
 
 from .base import Generation, Generator, ModelError

@@ -7,7 +7,9 @@ same), what to check before anything loads, and it builds the
 :class:`~crag_cli.generator.base.Generator`. Two are shipped: a served model
 (``--reader-url``: any OpenAI-compatible server, :class:`ServedBackend`) and a
 GGUF file read by crag's in-process llama.cpp server (:class:`EngineBackend`),
-which takes every ``--model`` value when no URL is given.
+which takes every ``--model`` value when no URL is given. Installed packages
+add others through the entry point group ``crag.readers``
+(:mod:`crag_cli.plugins`, docs/extending.md): they are asked first.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .. import files
+from .. import files, plugins
 from ..models import EMBEDDED, embedded, model_file
 from .base import Generator, ModelError
 from .embedded import check_model, resolve_model
@@ -160,11 +162,30 @@ class ServedBackend:
 
 
 BACKENDS: tuple[ReaderBackend, ...] = (EngineBackend(),)
+NEEDS = ("name", "accepts", "problem", "canonical", "user_file", "fingerprint", "check", "create")
+
+
+def reader_backends() -> tuple[ReaderBackend, ...]:
+    """The plugins' backends (entry point group ``crag.readers``, loaded once per process), then :data:`BACKENDS`."""
+    return (*plugins.registry(plugins.READERS, NEEDS, _usable), *BACKENDS)
+
+
+def _usable(found: list[plugins.Plugin]) -> tuple[ReaderBackend, ...]:
+    """The plugins' backends, but one named as a backend before it (the run identity records the name)."""
+    names = {b.name for b in BACKENDS} | {ServedBackend.name}
+    kept = []
+    for plugin in found:
+        if plugin.obj.name in names:
+            plugins.warn(f"{plugin.shown(plugins.READERS)} is named {plugin.obj.name!r}, like another; left out")
+            continue
+        names.add(plugin.obj.name)
+        kept.append(plugin.obj)
+    return tuple(kept)
 
 
 def backend(model: str, url: str | None = None) -> ReaderBackend:
     """The backend that runs ``model`` (a ``--model`` value): a served one when ``url`` (``--reader-url``) is
-    given, else the first in :data:`BACKENDS` that accepts it."""
+    given, else the first of :func:`reader_backends` that accepts it."""
     if url:
         return ServedBackend(url)
-    return next(b for b in BACKENDS if b.accepts(model))
+    return next(b for b in reader_backends() if b.accepts(model))

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Callable
 from .. import files
 from ..bm25 import BM25Params, TermMatrix, count_terms
 from ..corpus import Passage
-from ..readers import READERS_VERSION, SUPPORTED_TEXT, list_files, read_file, shown_name, split_documents
+from ..doctypes import READERS_VERSION, find, supported_text
+from ..readers import list_files, read_file, shown_name, split_documents
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -62,8 +63,13 @@ def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params)
 
 
 def _content(sources: list[dict]) -> list[tuple]:
-    """What identifies the indexed files: path, size and sha256 of each, in order."""
-    return [(s.get("path"), s.get("size"), s.get("sha256")) for s in sources if isinstance(s, dict)]
+    """What identifies the indexed files: path, size, sha256 and (a plugin's) document type of each, in order."""
+    return [_identity(s) for s in sources if isinstance(s, dict)]
+
+
+def _identity(source: dict) -> tuple:
+    """What a file's passages depend on: its path, size and sha256, and the plugin that read it (if one did)."""
+    return (source.get("path"), source.get("size"), source.get("sha256"), source.get("document_type"))
 
 
 def check_index_target(docs: Path, index_dir: Path) -> None:
@@ -149,20 +155,24 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
 
 
 def _source_entry(path: Path, rel: str, previous: dict | None) -> dict:
-    """``path``, ``size``, ``mtime_ns`` and ``sha256`` of a listed file.
+    """``path``, ``size``, ``mtime_ns`` and ``sha256`` of a listed file, and the ``document_type`` that reads it
+    when a plugin does (:mod:`crag_cli.doctypes`: its name and versions; a file of crag's own types has none).
 
     The sha256 is taken from ``previous`` (the old manifest's entry) when size and
     modification time are the same, as git and rsync do; otherwise the file is
     read and hashed. An unreadable file gets size -1.
     """
+    found = find(path)
+    typed = {"document_type": found.identity} if found is not None and found.identity is not None else {}
     try:
         st = os.stat(path)
     except OSError:
-        return {"path": rel, "size": -1, "mtime_ns": 0, "sha256": ""}
+        return {"path": rel, "size": -1, "mtime_ns": 0, "sha256": "", **typed}
     if previous and previous.get("size") == st.st_size and previous.get("mtime_ns") == st.st_mtime_ns:
-        return {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": previous.get("sha256", "")}
+        sha256 = previous.get("sha256", "")
+        return {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256, **typed}
     size, sha256 = files.digest(path) or (-1, "")
-    return {"path": rel, "size": size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+    return {"path": rel, "size": size, "mtime_ns": st.st_mtime_ns, "sha256": sha256, **typed}
 
 
 def build_index(
@@ -285,11 +295,7 @@ def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list,
     for done, (path, src) in enumerate(zip(listing.paths, sources), 1):
         prev = old.sources.get(src["path"]) if old is not None else None
         name = shown_name(src["path"])  # passages, citations and messages name the file so; the manifest exactly
-        if (
-            prev is not None
-            and src["size"] >= 0
-            and (prev.get("size"), prev.get("sha256")) == (src["size"], src["sha256"])
-        ):
+        if prev is not None and src["size"] >= 0 and _identity(prev) == _identity(src):
             pieces.append(range(*prev["passages"]))
             src_docs = int(prev.get("documents", 0))
             src_skipped = [tuple(x) for x in prev.get("skipped", [])]
@@ -354,7 +360,7 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
     total = sum(len(p) for p in pieces)
     if not total:
         raise IndexUnusableError(
-            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {SUPPORTED_TEXT})"
+            f"no documents to index in {docs} ({len(skipped)} file(s) skipped; supported: {supported_text()})"
         )
     terms = _terms(pieces, old, job.tokenizer, job.params)
 

@@ -12,7 +12,7 @@ from typing import Sequence
 from urllib.parse import urljoin, urlsplit
 
 from ..corpus import paragraphs
-from ..readers import html_main_text
+from ..doctypes import html_main_text
 from ..errors import one_line
 from ..version import __version__
 from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
