@@ -337,9 +337,10 @@ class RayPool:
             "index": Path(os.path.abspath(self.settings.index)),
             "evaluator": absolute_spec(self.settings.evaluator),
         }
-        model_file = backend(self.settings.model).user_file(self.settings.model)
-        if model_file is not None:  # the user's file, not an embedded name: the same path on every node
-            update["model"] = os.path.abspath(model_file)
+        model = self.settings.model
+        model_file = backend(model, self.settings.reader_url).user_file(model)
+        if model_file is not None and os.path.abspath(model) == os.path.abspath(model_file):
+            update["model"] = os.path.abspath(model_file)  # a path the value is: the same path on every node
         share = self.settings.model_copy(update=update)
         started = not ray.is_initialized()
         if started:
