@@ -34,7 +34,6 @@ from .executors import (
 )
 from .identity import (
     RESOLVED_GROUPS,
-    UNUSED_GROUPS,
     evaluator_fingerprint,
     identity_mismatch,
     index_fingerprint,
@@ -58,7 +57,6 @@ __all__ = [
     "ray_missing",
     "split_threads",
     "RESOLVED_GROUPS",
-    "UNUSED_GROUPS",
     "evaluator_fingerprint",
     "identity_mismatch",
     "index_fingerprint",
