@@ -77,7 +77,6 @@ def pipeline(
         thresholds=th,
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_web else None,
+        settings=settings,
         reading=reading,
-        **stage_settings(settings, "retrieval", "action", "refine"),
-        **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

@@ -11,7 +11,7 @@ from crag_cli.app.ask import knowledge_notes
 from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit, build_evaluator
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
 from crag_cli.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
-from crag_cli.pipeline import Pipeline
+from conftest import fake_pipeline
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -39,7 +39,7 @@ def test_the_combination_is_the_fitted_linear_score_of_logit_support_and_rank():
 def run(logits, evidence=True, domain=("capital",), fit=FIT, ahead=False, scores=SCORES, support=0.4, **kwargs):
     gen, web = FakeGenerator("politician"), FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
     ev = FakeEvidenceEvaluator(scores, logits, fit, domain=None if domain is None else list(domain))
-    pipe = Pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
     if ahead:
         pipe.score_ahead([QUESTION, "Where did Ole Krarup die?"])
         assert ev.calls == 1  # every passage of both questions, with their logits, in one call
@@ -122,6 +122,6 @@ def test_a_bad_stored_fit_stops_nothing_until_evidence_is_asked_for(tmp_path):
     manifest["evidence"] = {**manifest["evidence"], "threshold": "nan"}
     (folder / "crag-evaluator.json").write_text(json.dumps(manifest))
     ev = CrossEncoderEvaluator(folder)
-    Pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
+    fake_pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
     with pytest.raises(EvaluatorError, match="bad 'evidence' entry"):
         ev.evidence
