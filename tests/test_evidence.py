@@ -8,8 +8,9 @@ import pytest
 
 from crag_cli.actions import Action, Thresholds
 from crag_cli.app.ask import knowledge_notes
-from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit, build_evaluator
+from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
+from crag_cli.build import evaluator_of
 from crag_cli.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from conftest import fake_pipeline
 from crag_cli.records import to_record
@@ -81,7 +82,7 @@ def test_in_the_domain_the_evidence_is_not_consulted():
 
 
 def test_the_embedded_evaluator_stores_its_fit_and_a_bad_one_is_one_line(tmp_path):
-    fit = build_evaluator("minilm").evidence
+    fit = evaluator_of("minilm").evidence
     assert fit is not None and fit.logit > 0 and fit.support > 0 and fit.rank < 0  # each piece of evidence counts
     folder = tmp_path / "ev"
     shutil.copytree(EMBEDDED_EVALUATOR, folder)
@@ -121,7 +122,7 @@ def test_a_bad_stored_fit_stops_nothing_until_evidence_is_asked_for(tmp_path):
     manifest = read_trained(folder)
     manifest["evidence"] = {**manifest["evidence"], "threshold": "nan"}
     (folder / "crag-evaluator.json").write_text(json.dumps(manifest))
-    ev = CrossEncoderEvaluator(folder)
+    ev = CrossEncoderEvaluator(folder, batch_size=32, max_length=512)
     fake_pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
     with pytest.raises(EvaluatorError, match="bad 'evidence' entry"):
         ev.evidence

@@ -26,7 +26,7 @@ def web():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return MiniLMEvaluator()
+    return MiniLMEvaluator(batch_size=32, max_length=256)
 
 
 class RecordingGenerator:
