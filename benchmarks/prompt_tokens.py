@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 for j in range(3)
             ]
-            for messages in (build_messages(question, items), build_messages(question, [])):
+            for messages in (build_messages(question, items, "popqa"), build_messages(question, [], "popqa")):
                 rendered = gen._formatter(messages=messages)
                 whole = gen._llm.tokenize(rendered.prompt.encode(), add_bos=not rendered.added_special, special=True)
                 if gen._tokens(messages)[0] == whole:
