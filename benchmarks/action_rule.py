@@ -46,7 +46,7 @@ from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one 
 
 from crag_cli.actions import resolve_thresholds  # noqa: E402
 from crag_cli.calibrate import Item, action_accuracy, choose_action_thresholds  # noqa: E402
-from crag_cli.evaluator import build_evaluator  # noqa: E402
+from crag_cli.build import evaluator_of  # noqa: E402
 from crag_cli.evaltest import in_sample_note  # noqa: E402
 from crag_cli.index import BM25Index  # noqa: E402
 from crag_cli.match import holds_answer  # noqa: E402
@@ -116,8 +116,8 @@ def main() -> None:
         print("warning: " + seen_note, file=sys.stderr)
 
     index = BM25Index.load(args.index)
-    evaluator = build_evaluator(args.evaluator)
-    cosine = build_evaluator("minilm-cosine")
+    evaluator = evaluator_of(args.evaluator)
+    cosine = evaluator_of("minilm-cosine")
     thresholds = resolve_thresholds(args.evaluator)
     rows = {}
     for name, part in (("validation", val), ("held-out", test)):

@@ -47,7 +47,7 @@ def main() -> None:
     for threads in (2, 1):
         torch.set_num_threads(threads)
         for batch_size in dict.fromkeys((default, 10, 80)):
-            ev = build_evaluator(args.evaluator, batch_size, 256)
+            ev = build_evaluator(args.evaluator, batch_size, 256, "float")
             ev.load()
             ev.score(per_question[0])  # warm up
             rates = []

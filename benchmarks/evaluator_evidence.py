@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from crag_cli.evaltest import auc
-from crag_cli.evaluator import EMBEDDED_EVALUATOR, build_evaluator, parse_spec, read_trained
+from crag_cli.build import evaluator_of
+from crag_cli.evaluator import EMBEDDED_EVALUATOR, parse_spec, read_trained
 from crag_cli.index import BM25Index
 from crag_cli.match import holds_answer
 from crag_cli.train.data import question_fingerprint, seen_questions
@@ -61,7 +62,7 @@ def gather(spec: str, sets: list[tuple[str, str, str]], cache: dict) -> dict:
                 }
             )
             pairs += [(q["question"], h.passage.text) for h in hits]
-        evaluator = evaluator or build_evaluator(spec)
+        evaluator = evaluator or evaluator_of(spec)
         logits = evaluator.logits(pairs)
         k = 0
         for row in rows:

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> None:
             memo.save()
             print(f"{i}/{len(questions)}", file=sys.stderr)
     memo.save()
-    print(f"{len(questions)} questions of {qfile}; evaluator {memo.name}; lexical support {pipe.lexical_support}\n")
+    print(
+        f"{len(questions)} questions of {qfile}; evaluator {memo.name}; lexical support {pipe.settings.lexical_support}\n"
+    )
     print("| questions | n | median best support | Incorrect, evaluator alone | top 3 hold the span | Incorrect now |")
     print("|---|---|---|---|---|---|")
     for place, c in rows.items():

@@ -105,7 +105,7 @@ EVALUATES = {"crag", "crag-web-off", "crag-refine", "crag-evidence", "crag-no-re
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
 from crag_cli.models import DEFAULT_MODEL  # noqa: E402
-from crag_cli.pipeline import uses_evaluator  # noqa: E402
+from crag_cli.modes import Mode  # noqa: E402
 from crag_cli.prompts import TASK_CHOICES  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
@@ -575,7 +575,7 @@ def run_mode(
     """
     n = len(ids)
     wanted_task = task or Settings().task
-    wanted = (evaluator or Settings().evaluator) if uses_evaluator(MODES[mode][1], wanted_task) else None
+    wanted = (evaluator or Settings().evaluator) if Mode(MODES[mode][1]).uses_evaluator(wanted_task) else None
     records_path = out / f"records-{mode}.jsonl"
     partial = records_path.with_name(records_path.name + ".partial")  # an interrupted crag batch's records
     existing = []
@@ -605,7 +605,7 @@ def run_mode(
             ["--web", "searxng", "--searxng-url", web_url, "--allow-private", "--no-cache"] if part == "WEB" else [part]
         )
     ]
-    if evaluator and uses_evaluator(MODES[mode][1], wanted_task):
+    if evaluator and Mode(MODES[mode][1]).uses_evaluator(wanted_task):
         args += ["--evaluator", evaluator]
     if task:
         args += ["--task", task]

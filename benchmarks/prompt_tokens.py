@@ -16,8 +16,9 @@ import argparse
 import json
 from pathlib import Path
 
-from crag_cli.generator import EngineGenerator
+from crag_cli.generator import EngineGenerator, ReaderOptions
 from crag_cli.prompts import KnowledgeItem, build_messages
+from crag_cli.settings import Settings
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "popqa" / "questions.dev.jsonl"
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
     for model in args.models:
-        gen = EngineGenerator(model, n_ctx=4096, threads=2)
+        gen = EngineGenerator(model, ReaderOptions.of(Settings(model=model, n_ctx=4096, threads=2)))
         gen.load()
         same = differ = 0
         for question in questions[: args.n]:
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 for j in range(3)
             ]
-            for messages in (build_messages(question, items), build_messages(question, [])):
+            for messages in (build_messages(question, items, "popqa"), build_messages(question, [], "popqa")):
                 server = gen._connection()
                 rendered = server.json("POST", "/apply-template", {"messages": messages})["prompt"]
                 whole = server.json("POST", "/tokenize", {"content": rendered, "add_special": True})["tokens"]

@@ -54,7 +54,7 @@ def reader_knowledge(pipe, result, passage_order: str) -> list:
 def web_strip_hits(pipe, web, question: str, gold: list[str]) -> dict[tuple[int, str], list[bool]]:
     """For each (strips scored, ordering): whether each of the first 5 strips holds the span."""
     sources, _ = page_sources(web._fetch([r.url for r in web._search(keyword_query(question))]))
-    pieces = [text for text, _, _ in strip_pieces(sources, pipe.strip_mode)]
+    pieces = [text for text, _, _ in strip_pieces(sources, pipe.settings.strip_mode)]
     if not pieces:
         return {}
     lexical = lexical_scores(question, pieces)

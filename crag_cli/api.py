@@ -26,21 +26,22 @@ from typing import Any, Callable, Iterable, Iterator
 from pydantic import ValidationError
 
 from .config import _problem
+from .modes import Mode
 from .settings import Settings, SettingsError
 
 
 class Crag:
     """An opened index with its settings; models load on the first question (or :meth:`load`)."""
 
-    def __init__(self, settings: Settings, mode: str = "crag") -> None:
+    def __init__(self, settings: Settings, mode: Mode | str = Mode.CRAG) -> None:
         from . import build
-        from .pipeline import MODES
 
-        if mode not in MODES:
-            raise SettingsError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+        try:
+            self.mode = Mode.parse(mode)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
         self.settings = settings
-        self.mode = mode
-        self.pipeline = build.pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
+        self.pipeline = build.pipeline(settings, with_generator=True, retrieve=self.mode.retrieves)
         self._loaded = False
 
     def load(self) -> "Crag":
@@ -125,7 +126,7 @@ class Crag:
             run.close()
 
 
-def open(index: str | None = None, mode: str = "crag", **settings: Any) -> Crag:  # noqa: A001 (like io.open)
+def open(index: str | None = None, mode: Mode | str = Mode.CRAG, **settings: Any) -> Crag:  # noqa: A001 (like io.open)
     """Open ``index`` with ``settings`` (the CLI's, as keyword arguments) for ``mode`` (crag, rag, ...).
 
     Raises ``crag_cli.settings.SettingsError`` (a ``ValueError``) naming the bad

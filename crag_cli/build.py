@@ -18,9 +18,20 @@ def thresholds(settings: Settings) -> Thresholds:
     )
 
 
-def evaluator(settings: Settings) -> Evaluator:
+def evaluator_of(spec: str, **settings) -> Evaluator:
+    """The evaluator ``spec`` (setting ``evaluator``) with the evaluator settings given by name, the others at
+    their defaults; its thresholds are its own (:func:`evaluator` makes its guard follow those in force)."""
+    return _evaluator(Settings(evaluator=spec, **settings))
+
+
+def _evaluator(settings: Settings) -> Evaluator:
     own = stage_settings(settings, "evaluator")  # the evaluator's own settings, by name
-    ev = build_evaluator(own.pop("evaluator"), **own)
+    return build_evaluator(own.pop("evaluator"), **own)
+
+
+def evaluator(settings: Settings) -> Evaluator:
+    """The evaluator of ``settings``, its topic guard following the thresholds in force."""
+    ev = _evaluator(settings)
     if hasattr(ev, "use_thresholds"):  # a trained evaluator's topic guard follows the thresholds in force
         th = thresholds(settings)
         ev.use_thresholds(th.upper, th.lower)
@@ -80,7 +91,6 @@ def pipeline(
         thresholds=th,
         generator=gen,
         web=web_corrector(settings, ev, gen, th) if with_web else None,
+        settings=settings,
         reading=reading,
-        **stage_settings(settings, "retrieval", "action", "refine"),
-        **{name: getattr(settings, name) for name in PROMPT_SETTINGS},
     )

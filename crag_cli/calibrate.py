@@ -204,8 +204,8 @@ def collect(
     questions: Sequence[tuple[str, Sequence[str]]],
     retriever,
     evaluator,
-    top_k: int = 10,
-    strip_mode: str = "excerption",
+    top_k: int,
+    strip_mode: str,
     progress=None,
 ) -> tuple[list[Item], list[float], list[bool]]:
     """Retrieve and score every question, and every strip of its passages.

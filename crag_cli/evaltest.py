@@ -131,7 +131,7 @@ def evaluator_test(
     retriever: Retriever,
     evaluator: Evaluator,
     thresholds: Thresholds,
-    top_k: int = 10,
+    top_k: int,
     progress: Callable[[int], None] | None = None,
 ) -> Report:
     """Score every retrieved (question, passage) pair and measure the evaluator against the gold labels.

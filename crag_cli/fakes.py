@@ -24,6 +24,7 @@ from .generator import Generation, Generator
 from .index import Hit
 from .prompts import TASKS
 from .refine import Strip, Unread
+from .settings_info import default
 from .web import ExternalKnowledge
 
 
@@ -109,7 +110,7 @@ class FakeGenerator:
 
     model = "fake"
 
-    def __init__(self, reply: str | Sequence[str], n_ctx: int = 4096, check: str = "Yes.") -> None:
+    def __init__(self, reply: str | Sequence[str], n_ctx: int = default("n_ctx"), check: str = "Yes.") -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
         self.check = check
         self.messages: list[list[dict]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .corpus import split_sentences
 from .generator import Generation, Generator
 from .match import is_grounded, quote, restates
+from .modes import Mode
 from .prompts import TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge
 from .result import Result, Timer
 
@@ -32,7 +33,7 @@ def not_stated(result: Result) -> str:
     """What a user reads instead of an answer when the reader's check said what it read does not state one."""
     ext = result.external_knowledge
     read_web = ext is not None and bool(ext.strips)
-    read_passages = bool(result.internal_knowledge) or result.mode in ("rag", "rag+web")
+    read_passages = bool(result.internal_knowledge) or Mode(result.mode).unchecked
     where = "the indexed documents" + (" or on the web" if read_web else "") if read_passages else "the web"
     n = len(result.knowledge_used)
     return f"Not found in {where}: the reader found no answer in the {n} passage{'s' * (n != 1)} it read."
@@ -130,7 +131,7 @@ class GenerationStep:
                     return gen
                 if whole and on_token is not None:
                     on_token(result.answer)
-                if TASKS[task].grounded and result.mode != "no-retrieval":
+                if TASKS[task].grounded and Mode(result.mode).retrieves:
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
                 return gen
             except Exception as exc:  # a model failure is this question's error, not the batch's

@@ -19,6 +19,7 @@ from .evaluator import Evaluator, Scorer
 from .generation import GenerationStep, not_found
 from .generator import Generator
 from .index import Hit, Retriever
+from .modes import Mode
 from .reading import ActionReading, Reading, ReadingPolicy
 from .prompts import (
     AUTO,
@@ -34,29 +35,12 @@ from .refine import (
     strip_pieces,
 )
 from .result import Result, Timer, evidence
+from .settings import Settings
 from .web import ExternalKnowledge, WebCorrector
-
-MODES = ("crag", "rag", "rag+web", "no-retrieval")
-
-
-def uses_evaluator(mode: str, task: str) -> bool:
-    """Whether a mode's answers depend on the evaluator: crag and rag+web score with it, and under ``auto``
-    every mode that retrieves asks its domain (:func:`crag_cli.prompts.prompt_task`).
-
-    Examples
-    --------
-    >>> uses_evaluator("rag", "popqa"), uses_evaluator("rag", "auto"), uses_evaluator("no-retrieval", "auto")
-    (False, True, False)
-    """
-    return mode in ("crag", "rag+web") or (task == AUTO and mode != "no-retrieval")
 
 
 class Pipeline:
     """CRAG over a retriever, an evaluator, a web corrector and a generator.
-
-    Most parameters are the settings of the same name (:class:`crag_cli.settings.Settings`, where each is
-    explained; ``crag ask --help-all``); where a default here differs from the setting's, it is the paper's
-    rule or no bound.
 
     Parameters
     ----------
@@ -70,32 +54,12 @@ class Pipeline:
         ``None`` for evaluation-only use (``crag evaluate``).
     web : WebCorrector, optional
         External knowledge for Incorrect / Ambiguous (setting ``web``); ``None`` means no web.
-    top_k : int
-        Setting ``top_k``: passages retrieved per question.
-    lexical_support : float
-        Setting ``lexical_support`` (:func:`crag_cli.actions.supported`); 1: never (the paper's rule).
-    domain_guard : bool
-        Setting ``domain_guard``: Correct only in the evaluator's domain; ``False``: the paper's rule.
-    evidence : bool
-        Setting ``evidence``: out of the domain, Correct by the evaluator's stored combined evidence.
-    strip_mode : str
-        Setting ``strip_mode``: ``excerption``, ``fixed_num`` or ``selection``.
-    strips : int
-        Setting ``strips``: the most strips the generator gets (:meth:`reader_strips`).
-    strips_correct : int, optional
-        Setting ``strips_correct``; default: ``strips``.
-    refine : bool
-        Setting ``refine``; ``False``: each kept passage is one strip, whole (web pages are always refined).
-    knowledge_words, read_words, read_share, close_support
-        Settings: how much of each source is read (:class:`ActionReading`); ``knowledge_words`` ``None``: no bound.
-    ranking : {"fused", "evaluator"}
-        Setting ``ranking`` (:func:`crag_cli.refine.strongest_first`); ``evaluator``: the paper's.
-    task : str
-        Setting ``task``: the default for questions that name none (:data:`crag_cli.prompts.TASKS` or ``auto``).
-    max_tokens : int, optional
-        Setting ``max_tokens``: tokens to generate (default per task).
-    model_knowledge : bool
-        Setting ``model_knowledge``; ``False``: nothing read, no answer (``Result.not_found`` says why).
+    settings : Settings, optional
+        The settings it reads (the retrieval, action and refine groups', and ``task``, ``max_tokens``,
+        ``model_knowledge``), each explained, with its one default, in :class:`crag_cli.settings.Settings`
+        (``crag ask --help-all``); default ``Settings()``. A library caller changes some with
+        ``Settings(strips=3)`` or ``settings.replace(...)``; :func:`crag_cli.build.pipeline` builds the whole
+        pipeline from settings. The pipeline keeps a copy: a caller's later edits stay theirs.
     reading : ReadingPolicy, optional
         What the reader reads of the action's knowledge (:mod:`crag_cli.reading`); default: :attr:`reading`.
     """
@@ -107,48 +71,25 @@ class Pipeline:
         thresholds: Thresholds,
         generator: Generator | None = None,
         web: WebCorrector | None = None,
-        top_k: int = 10,
-        lexical_support: float = 1.0,
-        domain_guard: bool = True,
-        evidence: bool = False,
-        strip_mode: str = "excerption",
-        strips: int = 5,
-        strips_correct: int | None = None,
-        refine: bool = False,
-        ranking: str = "evaluator",
-        knowledge_words: int | None = None,
-        read_words: int = 450,
-        read_share: float = 0.0,
-        close_support: float = 0.1,
-        task: str = AUTO,
-        max_tokens: int | None = None,
-        model_knowledge: bool = False,
+        *,
+        settings: Settings | None = None,
         reading: ReadingPolicy | None = None,
     ) -> None:
-        if top_k < 1:
-            raise ValueError("top_k must be at least 1")
         self.retriever = retriever
         self.evaluator = evaluator
         self.thresholds = thresholds
         self.generator = generator
         self.web = web
-        self.top_k = top_k
-        self.lexical_support = lexical_support
-        self.domain_guard, self.evidence = domain_guard, evidence
-        self.strip_mode = strip_mode
-        self.strips = strips
-        self.strips_correct = strips if strips_correct is None else strips_correct
-        self.refine_knowledge = refine  # (the name ``refine`` is the module's function)
-        self.ranking = ranking
-        self.knowledge_words = knowledge_words
-        self.read_words, self.read_share, self.close_support = read_words, read_share, close_support
-        self.task = task
-        self.max_tokens = max_tokens
-        self.model_knowledge = model_knowledge
+        self.settings = settings.model_copy() if settings is not None else Settings()
         self._reading = reading
         self._scorer = Scorer(evaluator)
         self._ahead_seconds: dict[str, tuple[float, float]] = {}  # question -> its share of score_ahead's time
         self._known_ahead: dict[str, bool | None] = {}  # question -> in the evaluator's domain (score_ahead's)
+
+    @property
+    def task(self) -> str:
+        """The task of the questions that name none (setting ``task``)."""
+        return self.settings.task
 
     def score_ahead(self, questions: Sequence[str]) -> None:
         """Score what :meth:`run` in ``crag`` mode will score for several questions, in two evaluator calls.
@@ -175,12 +116,12 @@ class Pipeline:
         for q, hs, in_domain in zip(qs, hits, known):
             scores, logits = self._scorer.judged([(q, h.passage.text) for h in hs])
             _, action, _ = self._judge(hs, scores, in_domain, logits)
-            if self.refine_knowledge and action is not Action.INCORRECT:
+            if self.settings.refine and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
                     for h, _ in self._kept(hs, scores, action, in_domain)
                 ]
-                strips += [(q, text) for text, _, _ in strip_pieces(sources, self.strip_mode)]
+                strips += [(q, text) for text, _, _ in strip_pieces(sources, self.settings.strip_mode)]
         self._scorer.add(strips)
         t2 = time.perf_counter()
         for q in qs:
@@ -202,7 +143,7 @@ class Pipeline:
         return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower or self._supported([h], [s])]
 
     def _outside(self, in_domain: bool | None) -> bool:  # the domain guard holds the verdicts out of the domain
-        return self.domain_guard and in_domain is False
+        return self.settings.domain_guard and in_domain is False
 
     def evaluate(self, question: str, result: Result | None = None) -> Result:
         """Retrieve, score and decide: everything before the action's branch."""
@@ -215,7 +156,7 @@ class Pipeline:
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
         result.thresholds = self.thresholds
-        result.lexical_support = self.lexical_support
+        result.lexical_support = self.settings.lexical_support
         result.supported, result.action, result.evidence_score = self._judge(
             result.hits, result.scores, result.in_domain, logits
         )
@@ -253,7 +194,7 @@ class Pipeline:
 
     def _retrieve(self, question: str) -> list[Hit]:
         """The ``top_k`` passages for ``question``: every mode's retrieval (a step before the evaluator goes here)."""
-        return self.retriever.search(question, self.top_k)
+        return self.retriever.search(question, self.settings.top_k)
 
     def _knows(self, questions: Sequence[str]) -> list[bool | None]:
         """The evaluator's ``knows`` (whether each question is in its domain); ``None`` each when it cannot tell."""
@@ -277,7 +218,7 @@ class Pipeline:
         action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
         if not self._outside(in_domain) or not hits:
             return has_support, action, None
-        fit = self._scorer.fit if self.evidence and logits is not None else None
+        fit = self._scorer.fit if self.settings.evidence and logits is not None else None
         best = fit.best(logits, [h.support for h in hits]) if fit is not None else None  # type: ignore[arg-type]
         if best is not None and best >= fit.threshold and self._kept(hits, scores, Action.CORRECT):  # type: ignore[union-attr]
             return has_support, Action.CORRECT, best
@@ -285,15 +226,15 @@ class Pipeline:
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
-        return supported(scores, [h.support for h in hits], self.thresholds.filter, self.lexical_support)
+        return supported(scores, [h.support for h in hits], self.thresholds.filter, self.settings.lexical_support)
 
     def _internal(self, result: Result) -> list[Strip]:
         """Refine the kept passages (see :meth:`_kept`).
 
-        With ``refine_knowledge=False`` those passages are returned whole, one strip each.
+        Without the setting ``refine`` those passages are returned whole, one strip each.
         """
         kept = self._kept(result.hits, result.scores, result.action, result.in_domain)
-        if not self.refine_knowledge:
+        if not self.settings.refine:
             return [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
             ]
@@ -303,10 +244,10 @@ class Pipeline:
                 result.question,
                 sources,
                 self._scorer,
-                self.strip_mode,
+                self.settings.strip_mode,
                 self._rule().top(result.action),
                 self.thresholds.filter,
-                self.ranking,
+                self.settings.ranking,
             )
 
     @property
@@ -316,17 +257,7 @@ class Pipeline:
 
     def _rule(self) -> ActionReading:
         """crag's reading rule (:class:`crag_cli.reading.ActionReading`) with this pipeline's settings."""
-        return ActionReading(
-            strips=self.strips,
-            strips_correct=self.strips_correct,
-            knowledge_words=self.knowledge_words,
-            read_words=self.read_words,
-            read_share=self.read_share,
-            close_support=self.close_support,
-            upper=self.thresholds.upper,
-            refined=self.refine_knowledge,
-            ranking=self.ranking,
-        )
+        return ActionReading.of(self.settings, self.thresholds.upper)
 
     def reader_strips(self, result: Result) -> list[Strip]:
         """The strips the generator reads for this result, in reading order (before the prompt's token fit): the reading
@@ -372,7 +303,7 @@ class Pipeline:
         with Timer(result.timings, "retrieve"):
             result.hits = self._retrieve(question)
         items = [KnowledgeItem(h.passage.text, h.passage.cite, h.passage.title) for h in result.hits]
-        if result.mode == "rag+web":
+        if "web" in Mode(result.mode).groups:  # rag+web
             result.external_knowledge = self._external(result)
             items += [KnowledgeItem(s.text, s.source, s.title) for s in result.external_knowledge.strips]
         if result.task == AUTO:
@@ -388,7 +319,7 @@ class Pipeline:
         id: str | None = None,
         answers: Sequence[str] | None = None,
         task: str | None = None,
-        mode: str = "crag",
+        mode: Mode | str = Mode.CRAG,
         on_token: Callable[[str], None] | None = None,
         on_knowledge: Callable[[Result], None] | None = None,
     ) -> Result:
@@ -402,10 +333,9 @@ class Pipeline:
             Gold aliases; when given, ``Result.correct`` is set.
         task : str, optional
             Task to use (default: the pipeline's); ``auto`` picks the prompt by the evaluator's domain.
-        mode : {"crag", "rag", "rag+web", "no-retrieval"}
-            ``crag`` is the paper's method; ``rag`` gives the top-k passages to the
-            generator unchecked; ``rag+web`` always adds web knowledge; ``no-retrieval``
-            asks the generator alone.
+        mode : Mode or str
+            :class:`crag_cli.modes.Mode` or its name: ``crag`` (the paper's method), ``rag``,
+            ``rag+web``, ``no-retrieval``.
         on_token : callable, optional
             Receives each generated text piece (streaming).
         on_knowledge : callable, optional
@@ -417,34 +347,35 @@ class Pipeline:
             Failures of a stage (model, web) are recorded in ``error``; only a bad
             ``mode``/``task`` raises.
         """
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+        mode = Mode.parse(mode)
         task = task or self.task
         if task not in TASK_CHOICES:
             raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_CHOICES)}")
-        result = Result(question=question, id=id, task=task, mode=mode, answers=list(answers) if answers else None)
+        result = Result(
+            question=question, id=id, task=task, mode=mode.value, answers=list(answers) if answers else None
+        )
         result.model = self.generator.model if self.generator is not None else None
-        result.evaluator = self.evaluator.name if mode in ("crag", "rag+web") else None
+        result.evaluator = self.evaluator.name if mode.judges else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
-        ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode == "crag" else (0.0, 0.0)
+        ahead = self._ahead_seconds.pop(question, (0.0, 0.0)) if mode is Mode.CRAG else (0.0, 0.0)
         for stage, seconds in zip(("evaluate", "refine"), ahead):
             if seconds:
                 result.timings[stage] = seconds
-        if mode == "crag":
+        if mode is Mode.CRAG:
             self.evaluate(question, result)  # retrieve, evaluate, decide the action
             self.act(result)  # the action's knowledge: refined passages, the web's strips, or both
             items = self._knowledge(self._keep_first(result).strips)  # what the reader reads of it
             result.doubted = bool(result.internal_knowledge) and max(result.scores) < self.thresholds.lower
-        elif mode in ("rag", "rag+web"):
+        elif mode.unchecked:
             items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
         result.knowledge_used = items
-        if self.generator is not None and not items and mode != "no-retrieval" and not self.model_knowledge:
+        if self.generator is not None and not items and mode.retrieves and not self.settings.model_knowledge:
             result.not_found = not_found(result, web=self.web is not None)
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            GenerationStep(self.generator, self.max_tokens, result).generate(items, on_token)  # generate
+            GenerationStep(self.generator, self.settings.max_tokens, result).generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

@@ -174,7 +174,7 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
 
 
 def build_messages(
-    question: str, items: Sequence[KnowledgeItem], task: str = "popqa", instruction: str | None = None
+    question: str, items: Sequence[KnowledgeItem], task: str, instruction: str | None = None
 ) -> list[dict]:
     """Chat messages for ``question`` with the given knowledge and the task's instruction.
 

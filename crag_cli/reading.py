@@ -10,10 +10,13 @@ in reading order and why); benchmarks swap policies through
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from .actions import Action
 from .refine import Strip, distinct, strongest_first, within_words
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 # Raised whenever crag's reading rule (:class:`ActionReading`) reads other strips for the same evidence, so that
 # `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
@@ -87,15 +90,31 @@ class ActionReading:
     ranked by ``ranking`` (:func:`crag_cli.refine.strongest_first`).
     """
 
-    strips: int = 5
-    strips_correct: int = 5
-    knowledge_words: int | None = None
-    read_words: int = 450
-    read_share: float = 0.0
-    close_support: float = 0.1
-    upper: float = 1.0
-    refined: bool = False
-    ranking: str = "evaluator"
+    strips: int
+    strips_correct: int
+    knowledge_words: int | None  # None: no bound
+    read_words: int
+    read_share: float
+    close_support: float
+    upper: float
+    refined: bool
+    ranking: str
+
+    @classmethod
+    def of(cls, settings: Settings, upper: float, **changes) -> "ActionReading":
+        """The rule with the refine settings of ``settings`` (the settings of the same names; ``refined`` is
+        ``refine``), the upper threshold in force, and ``changes`` to any field."""
+        fields = {
+            "strips": settings.strips,
+            "strips_correct": settings.strips_correct,
+            "knowledge_words": settings.knowledge_words,
+            "read_words": settings.read_words,
+            "read_share": settings.read_share,
+            "close_support": settings.close_support,
+            "refined": settings.refine,
+            "ranking": settings.ranking,
+        }
+        return cls(**{**fields, "upper": upper, **changes})
 
     def top(self, action: Action | None) -> int:
         """Strips read for ``action``: ``strips_correct`` (at most ``strips``) when Correct, else ``strips``."""
@@ -133,9 +152,11 @@ class ActionReading:
         Examples
         --------
         >>> p = [Strip(t, "x", "", (0, i), 0.0, support=s) for i, (t, s) in enumerate([("a", 0.3), ("b", 0.8), ("c", 0.5)])]
-        >>> [s.text for s in ActionReading(read_share=0.6).strong(p)], len(ActionReading().strong(p))
+        >>> from crag_cli.settings import Settings
+        >>> rule = ActionReading.of(Settings(read_share=0.6), upper=0.6)
+        >>> [s.text for s in rule.strong(p)], len(ActionReading.of(Settings(read_share=0), upper=0.6).strong(p))
         (['a', 'b', 'c'], 3)
-        >>> [s.text for s in ActionReading(read_share=0.7).strong(p)]
+        >>> [s.text for s in ActionReading.of(Settings(), upper=0.6, read_share=0.7).strong(p)]
         ['a', 'b']
         """
         if not passages or any(s.support is None for s in passages):

@@ -167,7 +167,7 @@ def fuse_ranks(scores: Sequence[float], ranks: Sequence[int], constant: int = RR
     return [1 / (constant + score_rank[i] + 1) + 1 / (constant + ranks[i] + 1) for i in range(len(scores))]
 
 
-def strongest_first(strips: Sequence[Strip], ranking: str = "evaluator") -> list[Strip]:
+def strongest_first(strips: Sequence[Strip], ranking: str) -> list[Strip]:
     """``strips`` from the strongest: by the evaluator's score, or fused with their retrieval rank.
 
     A stable order: ties keep the input order.
@@ -228,7 +228,7 @@ def within_words(strips: Sequence[Strip], max_words: int | None) -> list[Strip]:
     return kept
 
 
-def select_strips(strips: Sequence[Strip], top_k: int, threshold: float, ranking: str = "evaluator") -> list[Strip]:
+def select_strips(strips: Sequence[Strip], top_k: int, threshold: float, ranking: str) -> list[Strip]:
     """Keep the ``top_k`` strongest strips scoring at least ``threshold``, back in original order.
 
     Ties keep the earlier strip.
@@ -280,10 +280,10 @@ def refine(
     question: str,
     sources: Sequence[KnowledgeSource],
     evaluator: Evaluator,
-    mode: str = "excerption",
-    top_k: int = 5,
-    threshold: float = -0.5,
-    ranking: str = "evaluator",
+    mode: str,
+    top_k: int,
+    threshold: float,
+    ranking: str,
     max_scored: int | None = None,
     lexical_rank: bool = False,
     unread: Unread | None = None,

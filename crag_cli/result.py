@@ -14,7 +14,8 @@ from typing import Sequence
 from .actions import Action, Thresholds
 from .index import Hit
 from .match import holds_answer
-from .prompts import AUTO, KnowledgeItem
+from .modes import Mode
+from .prompts import KnowledgeItem
 from .reading import Evidence
 from .refine import Strip
 from .web import ExternalKnowledge
@@ -25,10 +26,10 @@ class Result:
     """Everything one question produced; :func:`crag_cli.records.to_record` turns it into JSON."""
 
     question: str
+    task: str  # the task asked for (``auto``: see :func:`crag_cli.prompts.prompt_task`)
     id: str | None = None
-    task: str = AUTO  # the task asked for (``auto``: see :func:`crag_cli.prompts.prompt_task`)
     prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
-    mode: str = "crag"
+    mode: str = Mode.CRAG.value  # a Mode's name, as the record gives it
     model: str | None = None  # the generator that answered
     evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
     action: Action | None = None

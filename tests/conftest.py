@@ -22,6 +22,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+# The pipeline settings the fake-stage tests (test_pipeline.py, test_evidence.py) were written for, where they
+# differ from the settings' defaults: the paper's rules (no lexical support, strips ranked by the evaluator's score)
+# and no bound on the words of one source; Correct reads as many strips as the others (``strips``) unless told.
+PAPER_RULES = {"lexical_support": 1.0, "ranking": "evaluator", "knowledge_words": 100000}
+
+
+def fake_pipeline(retriever, evaluator, thresholds, generator=None, web=None, reading=None, **settings):
+    """A :class:`crag_cli.pipeline.Pipeline` of the given stages, with :data:`PAPER_RULES` and ``settings``."""
+    from crag_cli.pipeline import Pipeline
+    from crag_cli.settings import Settings
+
+    chosen = {**PAPER_RULES, **settings}
+    chosen.setdefault("strips_correct", chosen.get("strips", Settings().strips))
+    return Pipeline(retriever, evaluator, thresholds, generator, web, settings=Settings(**chosen), reading=reading)
+
+
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte -> printable-character table (the byte-level BPE alphabet)."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))

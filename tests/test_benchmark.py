@@ -23,14 +23,17 @@ def test_standin_is_a_searxng_api_with_html_pages(tmp_path):
     web.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     server, url = start_in_thread(web)
     try:
-        results = SearxngBackend(url).search("Ole Krarup, occupation", 5)
+        results = SearxngBackend(url, timeout=10.0, allow_private=False).search("Ole Krarup, occupation", 5)
         assert results[0].title == "Ole Krarup" and results[0].url == f"{url}/wiki/Ole_Krarup"
         assert httpx.get(f"{url}/search", params={"q": "x"}).status_code == 403  # like SearxNG without format=json
-        page = Fetcher(allow_private=True).fetch_all([results[0].url])[0]
+        page = Fetcher(allow_private=True, timeout=10.0, max_bytes=2_000_000).fetch_all([results[0].url])[0]
         title, text = page_text(page)
         assert "Danish politician" in text and "He died in 2017." in text
         assert "Random article" not in text and "Creative Commons" not in text
-        assert Fetcher(allow_private=True).fetch_all([f"{url}/wiki/Nope"])[0].error == "HTTP 404"
+        assert (
+            Fetcher(allow_private=True, timeout=10.0, max_bytes=2_000_000).fetch_all([f"{url}/wiki/Nope"])[0].error
+            == "HTTP 404"
+        )
     finally:
         server.shutdown()
 

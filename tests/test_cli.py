@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from crag_cli import __version__
 from crag_cli.actions import decide, supported
-from crag_cli.evaluator import build_evaluator
+from crag_cli.build import evaluator_of
 from crag_cli.match import holds_answer
 from crag_cli.cli import app
 
@@ -148,7 +148,7 @@ def test_a_question_outside_the_default_evaluators_domain_is_not_correct_unless_
     r = invoke("evaluate", "What is the capital of Germany?", *common, "--json")
     rec = json.loads(r.stdout)
     assert r.exit_code == 0 and rec["in_domain"] is True and rec["action"] == "correct"  # an entity question: its own
-    fit = build_evaluator("minilm").evidence  # --evidence: the combined evidence stored with the evaluator decides
+    fit = evaluator_of("minilm").evidence  # --evidence: the combined evidence stored with the evaluator decides
     for question, with_evidence, score in (
         ("When was the Eiffel Tower built?", "correct", 0.94),  # its passage holds most of the question's words
         ("What is the population of Berlin?", "ambiguous", 0.15),

@@ -25,6 +25,7 @@ import pytest
         "crag_cli.train.data",
         "crag_cli.reading",
         "crag_cli.batch.identity",
+        "crag_cli.modes",
         "crag_cli.web.fetch",
         "crag_cli.web.unpack",
         "crag_cli.index.store",

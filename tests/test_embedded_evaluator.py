@@ -99,9 +99,9 @@ def test_the_embedded_evaluator_knows_entity_questions_and_not_questions_about_o
     """Its domain (PopQA's questions): a question about the Python reference is outside it, so never Correct."""
     from pathlib import Path
 
-    from crag_cli.evaluator import build_evaluator
+    from crag_cli.build import evaluator_of
 
-    ev = build_evaluator("minilm")
+    ev = evaluator_of("minilm")
     assert ev.knows(["What is Ole Krarup's occupation?", "Who is the author of The Long Ships?"]) == [True, True]
     data = Path(__file__).resolve().parent / "data" / "sample_corpus_questions.jsonl"
     reference = [q["question"] for q in map(json.loads, data.read_text().splitlines()) if q["id"].startswith("in-")]

@@ -15,7 +15,7 @@ PAIRS = [
 def test_t5_scores_are_the_clipped_raw_logit_of_question_sep_passage(tiny_t5):
     from transformers import AutoTokenizer, T5ForSequenceClassification
 
-    ev = T5Evaluator(tiny_t5, batch_size=2)
+    ev = T5Evaluator(tiny_t5, batch_size=2, max_length=512)
     scores = ev.score(PAIRS)
     assert ev.forward_passes == 3  # 5 pairs in batches of 2
     tok = AutoTokenizer.from_pretrained(str(tiny_t5))
@@ -30,22 +30,22 @@ def test_t5_scores_are_the_clipped_raw_logit_of_question_sep_passage(tiny_t5):
 
 
 def test_t5_batched_equals_one_by_one(tiny_t5):
-    batched = T5Evaluator(tiny_t5, batch_size=8).score(PAIRS)
-    single = T5Evaluator(tiny_t5, batch_size=1).score(PAIRS)
+    batched = T5Evaluator(tiny_t5, batch_size=8, max_length=512).score(PAIRS)
+    single = T5Evaluator(tiny_t5, batch_size=1, max_length=512).score(PAIRS)
     assert batched == pytest.approx(single, abs=1e-4)
 
 
 def test_t5_errors(tmp_path):
     with pytest.raises(EvaluatorError, match="not found"):
-        T5Evaluator(tmp_path / "none").score(PAIRS[:1])
+        T5Evaluator(tmp_path / "none", batch_size=16, max_length=512).score(PAIRS[:1])
     with pytest.raises(EvaluatorError, match="needs a path"):
-        build_evaluator("t5")
+        build_evaluator("t5", 10, 512, "float")
     with pytest.raises(EvaluatorError, match="unknown evaluator"):
-        build_evaluator("bert")
+        build_evaluator("bert", 10, 512, "float")
 
 
 def test_minilm_prefers_the_relevant_passage_and_batches():
-    ev = MiniLMEvaluator(batch_size=4)
+    ev = MiniLMEvaluator(batch_size=4, max_length=256)
     q = "What is the capital of France?"
     texts = [
         "Paris is the capital and largest city of France.",
@@ -59,7 +59,7 @@ def test_minilm_prefers_the_relevant_passage_and_batches():
     assert ev.forward_passes == 2  # 5 unique texts, batches of 4
     assert ev.score([(q, texts[0])])[0] == pytest.approx(scores[0], abs=1e-5)
     assert ev.forward_passes == 2  # both texts embedded before: remembered, not embedded again
-    alone = MiniLMEvaluator(batch_size=4).embed([texts[3]])[0]
+    alone = MiniLMEvaluator(batch_size=4, max_length=256).embed([texts[3]])[0]
     ev.REMEMBERED = 5
     assert ev.embed(["Rome is in Italy.", texts[3]])[1] == pytest.approx(alone, abs=1e-5)
     assert ev.forward_passes == 3  # one new text; the least lately used (texts[1]) is forgotten
@@ -77,9 +77,9 @@ def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5
     q = "What is the capital of France?"
     pairs = [(q, "Paris is the capital and largest city of France."), (q, "Bananas are yellow."), *PAIRS]
     for make in (
-        lambda p: MiniLMEvaluator(precision=p),
-        lambda p: CrossEncoderEvaluator(EMBEDDED_EVALUATOR, precision=p),
-        lambda p: T5Evaluator(tiny_t5, precision=p),
+        lambda p: MiniLMEvaluator(batch_size=32, max_length=256, precision=p),
+        lambda p: CrossEncoderEvaluator(EMBEDDED_EVALUATOR, 32, 512, precision=p),
+        lambda p: T5Evaluator(tiny_t5, 16, 512, precision=p),
     ):
         exact, fast = make("float"), make("int8")
         want, got = exact.score(pairs), fast.score(pairs)
@@ -90,7 +90,7 @@ def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5
         assert any(type(m) is torch.nn.Linear for m in exact._model.modules())
         alone = [fast.score([pair])[0] for pair in pairs]  # one pair a pass: a score never depends on its batch
         assert alone == got
-    guard = CrossEncoderEvaluator(EMBEDDED_EVALUATOR, precision="int8")
+    guard = CrossEncoderEvaluator(EMBEDDED_EVALUATOR, 32, 512, precision="int8")
     guard.load()
     assert guard._cosine.precision == "int8"  # the topic guard's and the domain's encoder compute alike
 

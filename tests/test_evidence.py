@@ -8,10 +8,11 @@ import pytest
 
 from crag_cli.actions import Action, Thresholds
 from crag_cli.app.ask import knowledge_notes
-from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit, build_evaluator
+from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
+from crag_cli.build import evaluator_of
 from crag_cli.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
-from crag_cli.pipeline import Pipeline
+from conftest import fake_pipeline
 from crag_cli.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -39,7 +40,7 @@ def test_the_combination_is_the_fitted_linear_score_of_logit_support_and_rank():
 def run(logits, evidence=True, domain=("capital",), fit=FIT, ahead=False, scores=SCORES, support=0.4, **kwargs):
     gen, web = FakeGenerator("politician"), FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
     ev = FakeEvidenceEvaluator(scores, logits, fit, domain=None if domain is None else list(domain))
-    pipe = Pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
     if ahead:
         pipe.score_ahead([QUESTION, "Where did Ole Krarup die?"])
         assert ev.calls == 1  # every passage of both questions, with their logits, in one call
@@ -81,7 +82,7 @@ def test_in_the_domain_the_evidence_is_not_consulted():
 
 
 def test_the_embedded_evaluator_stores_its_fit_and_a_bad_one_is_one_line(tmp_path):
-    fit = build_evaluator("minilm").evidence
+    fit = evaluator_of("minilm").evidence
     assert fit is not None and fit.logit > 0 and fit.support > 0 and fit.rank < 0  # each piece of evidence counts
     folder = tmp_path / "ev"
     shutil.copytree(EMBEDDED_EVALUATOR, folder)
@@ -121,7 +122,7 @@ def test_a_bad_stored_fit_stops_nothing_until_evidence_is_asked_for(tmp_path):
     manifest = read_trained(folder)
     manifest["evidence"] = {**manifest["evidence"], "threshold": "nan"}
     (folder / "crag-evaluator.json").write_text(json.dumps(manifest))
-    ev = CrossEncoderEvaluator(folder)
-    Pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
+    ev = CrossEncoderEvaluator(folder, batch_size=32, max_length=512)
+    fake_pipeline(FakeRetriever(PASSAGES), ev, TH)  # built without reading it (no model loads either)
     with pytest.raises(EvaluatorError, match="bad 'evidence' entry"):
         ev.evidence

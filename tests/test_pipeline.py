@@ -2,10 +2,11 @@
 
 from crag_cli.actions import Action, Thresholds
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
-from crag_cli.pipeline import Pipeline
+from conftest import PAPER_RULES, fake_pipeline
 from crag_cli.app.ask import answer_notes
 from crag_cli.prompts import CHECK, TASKS, build_messages
 from crag_cli.records import to_record
+from crag_cli.settings import Settings
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
 PASSAGES = [
@@ -26,7 +27,7 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
     """The evaluator chooses which passages are kept (over the lower threshold); they keep the index's order."""
     gen = FakeGenerator("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     result = pipe.run("What is Ole Krarup's occupation?", answers=["politician"])
     assert result.action is Action.CORRECT
     lines = reference(gen)
@@ -35,7 +36,7 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
     assert lines[1].startswith("[2] ") and "European Parliament" in lines[1]
     # the evaluator's verdicts stay out of the prompt: it is plain RAG's prompt over crag's knowledge
     assert "relevance" not in gen.messages[-1][1]["content"]
-    assert gen.messages[-1] == build_messages(result.question, result.knowledge_used)
+    assert gen.messages[-1] == build_messages(result.question, result.knowledge_used, "popqa")
     assert [k.relevance for k in result.knowledge_used] == ["high", "high"]  # kept for crag ask's listing
     assert result.grounded is True and to_record(result)["grounded"] is True
 
@@ -46,7 +47,7 @@ def test_ambiguous_lets_the_web_lead_when_no_passage_has_support_and_flags_an_un
     gen = FakeGenerator("seal hunter and sailor")
     web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist.", "Ole Krarup was a Danish jurist and writer."])
     web.score = 0.4
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web)
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.AMBIGUOUS and web.queries
     lines = reference(gen)
@@ -63,7 +64,7 @@ def test_a_question_outside_the_evaluators_domain_is_not_judged_correct_and_read
     def run(domain, **kwargs):
         gen = FakeGenerator("politician")
         ev = FakeEvaluator(scores, domain=domain)
-        pipe = Pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, strips=5, strips_correct=2, **kwargs)
+        pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, strips=5, strips_correct=2, **kwargs)
         return pipe.run("What is Ole Krarup's occupation?"), reference(gen)
 
     result, lines = run(["capital"])  # not in the domain: Ambiguous, though no passage has lexical support
@@ -81,7 +82,7 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
 
     def run(domain, mode="crag", task="auto"):
         gen = FakeGenerator("politician")
-        pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES, domain=domain), TH, gen, task=task)
+        pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES, domain=domain), TH, gen, task=task)
         result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
         return result, gen.messages[0][1]["content"], gen.max_tokens[0]  # the answer's prompt (docqa's check follows)
 
@@ -96,7 +97,7 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
     assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
     assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
     gen = FakeGenerator("politician")  # nor when crag found nothing: Incorrect, no web
-    pipe = Pipeline(FakeRetriever([]), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
+    pipe = fake_pipeline(FakeRetriever([]), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.INCORRECT and not result.knowledge_used and result.prompt_task == "popqa"
     assert result.not_found == "Not found in the indexed documents; web search is off." and not gen.messages
@@ -112,7 +113,7 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     def run(*replies, task="docqa", stream=True, gen=None):
         gen = gen or FakeGenerator(list(replies))
         streamed: list[str] = []
-        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
+        pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
         result = pipe.run(question, on_token=streamed.append if stream else None)
         run.pieces = streamed
         return result, gen, "".join(streamed)
@@ -165,7 +166,9 @@ def test_a_docqa_answer_is_one_sentence_given_as_the_knowledge_has_it_when_rewor
 
     def run(reply, task="docqa"):
         streamed: list[str] = []
-        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, FakeGenerator(reply), task=task)
+        pipe = fake_pipeline(
+            FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, FakeGenerator(reply), task=task
+        )
         result = pipe.run(question, on_token=streamed.append)
         return result, streamed
 
@@ -200,7 +203,7 @@ def _ambiguous(web_texts, passages=None, **kwargs):
     scores = {f"fact {i}": 0.1 + 0.05 * i for i in range(6)}
     web = FakeWeb(web_texts, score=0.25)
     gen = FakeGenerator("jurist")
-    pipe = Pipeline(FakeRetriever(passages, support=0.8), FakeEvaluator(scores), TH, gen, web=web, **kwargs)
+    pipe = fake_pipeline(FakeRetriever(passages, support=0.8), FakeEvaluator(scores), TH, gen, web=web, **kwargs)
     result = pipe.run("Where did Ole Krarup study law?")
     assert result.action is Action.AMBIGUOUS
     return result, reference(gen)
@@ -230,13 +233,13 @@ def test_ambiguous_reads_both_sources_when_they_hold_the_question_alike_within_r
     assert [s["source"] for s in to_record(result)["internal_knowledge"]] == ["p0", "p1", "p2"]
     _, lines = _ambiguous(web, read_words=30, close_support=0.0)  # 0: one source, always
     assert len(lines) == 3 and not any("web item" in line for line in lines)
-    _, lines = _ambiguous(web, read_words=1)  # at least one strip of the leading source, then the other's best
+    _, lines = _ambiguous(web, read_words=10)  # the least allowed: one strip of the leading source, the other's best
     assert len(lines) == 2 and "fact 0" in lines[0] and "web item 0" in lines[1]
 
 
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
     gen = FakeGenerator("Copenhagen")
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
     result = pipe.run("Where did Ole Krarup die?", mode="rag")
     lines = reference(gen)
     assert [line[:4] for line in lines] == ["[1] ", "[2] "] and "relevance" not in gen.messages[-1][1]["content"]
@@ -264,14 +267,16 @@ def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
     questions = ["What is Ole Krarup's occupation?", "Where did Ole Krarup die?", "What did Anna Berg do?"]
     passages = [p + " It is a longer passage now. It has more strips than one." for p in PASSAGES]  # 2 strips each
     one_by_one = FakeEvaluator(SCORES)
-    pipe = Pipeline(
+    pipe = fake_pipeline(
         FakeRetriever(passages), one_by_one, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True
     )
     want = [to_record(pipe.run(q)) for q in questions]
     assert one_by_one.calls == 2 * len(questions)  # passages, then strips, per question
 
     grouped = FakeEvaluator(SCORES)
-    pipe = Pipeline(FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True)
+    pipe = fake_pipeline(
+        FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True
+    )
     pipe.score_ahead(questions)
     assert grouped.calls == 2  # every passage, then every strip refinement will need
     got = [pipe.run(q) for q in questions]
@@ -298,7 +303,7 @@ def test_whole_passages_keep_retrieval_order_and_strips_follow_the_ranking():
         (True, "evaluator", "herds"),
     ):
         gen = FakeGenerator("31 kb")
-        pipe = Pipeline(
+        pipe = fake_pipeline(
             FakeRetriever(passages),
             FakeEvaluator(scores, default=0.1),
             TH,
@@ -318,7 +323,7 @@ def test_read_words_bounds_what_an_ambiguous_question_reads_but_keeps_one_strip(
     long_passages = [f"Passage {i} " + " ".join(f"word{j}" for j in range(80)) + "." for i in range(5)]
     for budget, expected in ((450, 5), (200, 2), (10, 1)):
         gen = FakeGenerator("x")
-        pipe = Pipeline(
+        pipe = fake_pipeline(
             FakeRetriever(long_passages), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_words=budget
         )
         result = pipe.run("Which passage?")
@@ -338,7 +343,7 @@ def test_read_share_reads_the_first_passage_and_those_holding_the_question_nearl
     ]
     for share, expected in ((0.0, [0, 1, 2, 3, 4]), (0.55, [0, 2, 4]), (0.7, [0, 2]), (1.0, [0, 2])):
         gen = FakeGenerator("Copenhagen")
-        pipe = Pipeline(
+        pipe = fake_pipeline(
             FakeRetriever(passages, support=1.0), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_share=share
         )
         result = pipe.run("Where did Ole Krarup study law?")
@@ -359,7 +364,7 @@ def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
     for herds, action, kept in ((0.7, Action.CORRECT, [1]), (0.3, Action.AMBIGUOUS, [0, 1])):
         scores = {"31 kb": -0.2, "herds": herds, "seals": -0.9}
         gen = FakeGenerator("31 kb")
-        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
+        pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
         result = pipe.run(question)
         assert result.action is action
         assert [s.text for s in result.internal_knowledge] == [passages[i] for i in kept]  # whole passages
@@ -375,7 +380,7 @@ def test_a_repeated_passage_reaches_the_generator_once():
         "Ole Krarup sat in the European Parliament.",
     ]
     gen = FakeGenerator("politician")
-    pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.2), TH, gen, strips=3)
+    pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.2), TH, gen, strips=3)
     result = pipe.run("What is Ole Krarup's occupation?")
     texts = [line.split("] ", 1)[1] for line in reference(gen)]
     assert sum("Exception" in t for t in texts) == 1
@@ -404,7 +409,7 @@ def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_w
     )
     for question, support, action in cases:
         gen = FakeGenerator("31 kb")
-        pipe = Pipeline(index, low, TH, gen, web=web, lexical_support=support)
+        pipe = fake_pipeline(index, low, TH, gen, web=web, lexical_support=support)
         result = pipe.run(question)
         assert result.action is action, (question, support)
         lines = reference(gen)
@@ -425,7 +430,7 @@ def test_lexical_support_needs_a_passage_the_evaluator_does_not_reject_and_one_t
         (-0.3, 0.5, 0.5, Action.INCORRECT),  # support must exceed the share
     )
     for score, support, share, action in cases:
-        pipe = Pipeline(
+        pipe = fake_pipeline(
             FakeRetriever(PASSAGES[:1], support=support),
             FakeEvaluator({}, default=score),
             TH,
@@ -440,7 +445,7 @@ def test_correct_keeps_a_supported_passage_the_evaluator_is_lukewarm_about():
     """Correct keeps passages over lower, and those over the filter threshold whose words hold the question."""
     scores = {"politician": 0.8, "European Parliament": -0.2, "seal": -0.2}  # lower 0, filter -0.5
     for share, kept in ((0.5, 3), (1.0, 1)):
-        pipe = Pipeline(
+        pipe = fake_pipeline(
             FakeRetriever(PASSAGES, support=0.7),
             FakeEvaluator(scores),
             TH,
@@ -469,7 +474,7 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
     gen = FakeGenerator("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
     policy = LastOnly()
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, reading=policy)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, reading=policy)
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.CORRECT and policy.seen[0].action is Action.CORRECT
     assert [len(policy.seen[0].internal), policy.seen[0].external] == [2, []]
@@ -478,8 +483,10 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
     assert result.internal_knowledge and len(result.internal_knowledge) == 1  # the record shows what was read
     assert to_record(result)["reading"] == "the last kept passage"
     # without a policy, crag's own rule with the pipeline's settings
-    default = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
-    assert default.reading == ActionReading(strips=5, strips_correct=2, upper=TH.upper)
+    default = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
+    rule = default.reading
+    assert rule == ActionReading.of(default.settings, TH.upper) and type(rule) is ActionReading
+    assert (rule.strips, rule.strips_correct, rule.upper, rule.ranking, rule.refined) == (5, 2, 0.5, "evaluator", False)
 
 
 def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
@@ -490,7 +497,8 @@ def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
     from crag_cli.reading import ActionReading, Evidence
     from crag_cli.refine import Strip
 
-    rule = ActionReading(read_words=60, close_support=0.1)
+    paper = Settings(**PAPER_RULES, strips_correct=5, read_words=60, close_support=0.1)
+    rule = ActionReading.of(paper, upper=1.0, knowledge_words=None)
     rng = random.Random(0)
     unread = 0
     for _ in range(2000):
@@ -517,10 +525,12 @@ def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
     passages = [f"Ole Krarup fact {i} in five more words." for i in range(6)]
     pages = [f"A page on Krarup, item {i}." for i in range(3)]
     read = []
-    for policy in (None, Scores(strips=5, upper=TH.upper)):
+    for policy in (None, Scores(**{**vars(rule), "read_words": 450, "upper": TH.upper})):
         gen = FakeGenerator("jurist")
         ev = FakeEvaluator({f"fact {i}": 0.1 for i in range(6)}, default=0.25)
-        pipe = Pipeline(FakeRetriever(passages, support=0.8), ev, TH, gen, web=Web(pages, score=0.25), reading=policy)
+        pipe = fake_pipeline(
+            FakeRetriever(passages, support=0.8), ev, TH, gen, web=Web(pages, score=0.25), reading=policy
+        )
         result = pipe.run("Where did Ole Krarup study law?")
         assert result.action is Action.AMBIGUOUS and result.reading.startswith("the passages (")
         read.append(reference(gen))
@@ -533,7 +543,7 @@ def test_incorrect_with_no_external_knowledge_reads_the_doubted_passages_and_say
     question = "What is Ole Krarup's occupation?"
     for web in (None, FakeWeb([])):  # no web stage; a web stage that finds nothing
         gen = FakeGenerator("politician")
-        pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
+        pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
         result = pipe.run(question)
         assert result.action is Action.INCORRECT and result.in_domain is True
         assert result.not_found is None and result.answer == "politician" and result.doubted is True
@@ -543,7 +553,7 @@ def test_incorrect_with_no_external_knowledge_reads_the_doubted_passages_and_say
         assert record["reading"] == "the doubted passages (no web)"
     gen = FakeGenerator("jurist")
     web = FakeWeb(["Ole Krarup was a Danish jurist."])
-    pipe = Pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
     result = pipe.run(question)
     assert result.action is Action.INCORRECT and [line[4:] for line in reference(gen)] == [web.texts[0]]
     assert result.doubted is False and result.internal_knowledge is None
@@ -559,7 +569,7 @@ def test_out_of_its_domain_the_evaluators_doubt_is_not_proof_every_passage_is_re
     def run(domain, guard=True):
         gen = FakeGenerator("politician")
         ev = FakeEvaluator({}, default=-0.9, domain=domain)  # below lower (0.0) and filter (-0.5)
-        pipe = Pipeline(FakeRetriever(PASSAGES, support=0.2), ev, TH, gen, web=web, domain_guard=guard)
+        pipe = fake_pipeline(FakeRetriever(PASSAGES, support=0.2), ev, TH, gen, web=web, domain_guard=guard)
         return pipe.run(question), gen
 
     result, gen = run(["capital"])
@@ -579,7 +589,7 @@ def test_a_docqa_answer_the_reader_says_its_reference_does_not_state_is_a_not_fo
     def run(reply, check, task="docqa", gen=None):
         gen = gen or FakeGenerator(reply, check=check)
         streamed: list[str] = []
-        pipe = Pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
+        pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
         return pipe.run(question, on_token=streamed.append), gen, "".join(streamed)
 
     result, gen, streamed = run("BSD", "No.")

@@ -63,9 +63,14 @@ def test_select_strips_keeps_top_k_above_threshold_in_original_order():
     strips = [
         Strip(f"s{i}", "p", "", (i // 3, i % 3), score) for i, score in enumerate([0.1, 0.9, -0.8, 0.5, 0.7, 0.2, -0.6])
     ]
-    kept = select_strips(strips, top_k=3, threshold=0.0)
+    kept = select_strips(strips, top_k=3, threshold=0.0, ranking="evaluator")
     assert [s.text for s in kept] == ["s1", "s3", "s4"]
-    assert [s.text for s in select_strips(strips, top_k=10, threshold=0.15)] == ["s1", "s3", "s4", "s5"]
+    assert [s.text for s in select_strips(strips, top_k=10, threshold=0.15, ranking="evaluator")] == [
+        "s1",
+        "s3",
+        "s4",
+        "s5",
+    ]
 
 
 def test_refine_scores_all_strips_in_one_call_and_recomposes_in_order():
@@ -78,10 +83,26 @@ def test_refine_scores_all_strips_in_one_call_and_recomposes_in_order():
             "b", "B", "Anna Example was a Dutch painter born in Utrecht. She painted landscapes for years."
         ),
     ]
-    kept = refine("Where was the painter Anna Example born?", sources, ev, mode="excerption", top_k=1, threshold=-1)
+    kept = refine(
+        "Where was the painter Anna Example born?",
+        sources,
+        ev,
+        mode="excerption",
+        top_k=1,
+        threshold=-1,
+        ranking="evaluator",
+    )
     assert ev.calls == [2]
     assert [s.source for s in kept] == ["b"]
-    kept = refine("Where was the painter Anna Example born?", sources, ev, mode="fixed_num", top_k=2, threshold=-1)
+    kept = refine(
+        "Where was the painter Anna Example born?",
+        sources,
+        ev,
+        mode="fixed_num",
+        top_k=2,
+        threshold=-1,
+        ranking="evaluator",
+    )
     assert [s.source for s in kept] == ["a", "b"]  # original order, not score order
 
 
@@ -147,12 +168,21 @@ def test_refine_bounds_the_strips_scored_by_a_bm25_first_pass():
         ranking="fused",
         max_scored=10,
         lexical_rank=True,
+        mode="excerption",
     )
     assert ev.calls == [10]  # of the 200 or so strips, only the 10 best by BM25 reached the evaluator
     assert "31 kb" in kept[0].text
     assert kept[0].rank == 0  # the best by BM25 within the page
     ev.calls.clear()
-    refine("How long is the bovine coronavirus genome?", sources, ev, top_k=1, threshold=-1)
+    refine(
+        "How long is the bovine coronavirus genome?",
+        sources,
+        ev,
+        top_k=1,
+        threshold=-1,
+        mode="excerption",
+        ranking="evaluator",
+    )
     assert ev.calls == [len(decompose(page))] and len(decompose(page)) > 150  # unbounded: every strip scored
 
 
@@ -160,7 +190,11 @@ def test_refine_scores_nothing_when_the_strips_cannot_be_read():
     ev = OverlapEvaluator()
     sources = [KnowledgeSource("https://a.example", "A", "The genome is 31 kb long. It is large. " * 4)]
     seen = []
-    kept = refine("How long is the genome?", sources, ev, threshold=-1, unread=lambda texts: seen.append(texts) or True)
+    question, rule = (
+        "How long is the genome?",
+        {"mode": "excerption", "top_k": 5, "threshold": -1, "ranking": "evaluator"},
+    )
+    kept = refine(question, sources, ev, **rule, unread=lambda texts: seen.append(texts) or True)
     assert kept == [] and ev.calls == [] and seen == [decompose(sources[0].text)]
-    kept = refine("How long is the genome?", sources, ev, threshold=-1, unread=lambda texts: False)
-    assert kept == refine("How long is the genome?", sources, ev, threshold=-1) and ev.calls
+    kept = refine(question, sources, ev, **rule, unread=lambda texts: False)
+    assert kept == refine(question, sources, ev, **rule) and ev.calls

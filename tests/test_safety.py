@@ -398,12 +398,12 @@ def test_cached_private_pages_are_not_served_without_allow_private(built_index, 
 def test_web_cache_deletes_expired_entries_and_stays_within_its_size(tmp_path):
     from crag_cli.web.cache import DiskCache
 
-    cache = DiskCache(tmp_path / "c", ttl=0.2)
+    cache = DiskCache(tmp_path / "c", ttl=0.2, max_bytes=200_000_000)
     cache.put("old", {"x": 1})
     assert cache.get("old") == {"x": 1}
     time.sleep(0.4)
     cache.close()
-    reopened = DiskCache(tmp_path / "c", ttl=3600)
+    reopened = DiskCache(tmp_path / "c", ttl=3600, max_bytes=200_000_000)
     assert len(reopened) == 0 and reopened.get("old") is None  # deleted when the cache was opened
     reopened.close()
     small = DiskCache(tmp_path / "small", ttl=3600, max_bytes=200_000)

@@ -89,16 +89,19 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
     assert "evaluator" not in run_identity(base.replace(task="popqa"), "rag", th, {})
 
 
-def test_the_pipeline_takes_each_retrieval_action_and_refine_setting_by_its_own_name():
-    """build.py hands the pipeline its groups' settings by name: a new refine setting needs no wiring there."""
-    import inspect
-
+def test_the_pipeline_reads_its_settings_whole_so_a_new_setting_needs_no_wiring(built_index):
+    """build.py hands the pipeline the settings themselves: a new refine setting reaches it with no wiring, and the
+    pipeline keeps no default of its own (tests/test_defaults.py)."""
+    from crag_cli import build
+    from crag_cli.fakes import FakeEvaluator, FakeRetriever
     from crag_cli.pipeline import Pipeline
-    from crag_cli.settings_info import names_in, stage_settings
+    from crag_cli.reading import ActionReading
 
-    params = inspect.signature(Pipeline).parameters
-    assert set(names_in("retrieval", "action", "refine")) <= set(params)
-    assert stage_settings(Settings(strips=4, refine=False), "refine")["strips"] == 4
+    settings = Settings(index=built_index, strips=4, strips_correct=2, lexical_support=0.7)
+    pipe = build.pipeline(settings, with_generator=False)
+    assert pipe.settings == settings and pipe.settings is not settings  # its own copy
+    assert pipe.reading == ActionReading.of(settings, pipe.thresholds.upper) and pipe.reading.strips_correct == 2
+    assert Pipeline(FakeRetriever([]), FakeEvaluator({}), pipe.thresholds).settings == Settings()  # the defaults
 
 
 def test_the_evaluator_and_the_generator_take_their_settings_by_name():

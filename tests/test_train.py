@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from crag_cli.actions import resolve_thresholds
 from crag_cli.cli import app
 from crag_cli.errors import CragError
-from crag_cli.evaluator import MANIFEST, CrossEncoderEvaluator, EvaluatorError, build_evaluator, parse_spec
+from crag_cli.build import evaluator_of
+from crag_cli.evaluator import MANIFEST, CrossEncoderEvaluator, EvaluatorError, parse_spec
 from crag_cli.evaltest import auc
 from crag_cli.fakes import FakeGenerator
 from crag_cli.index import BM25Index
@@ -57,7 +58,7 @@ def test_split_keeps_each_question_on_one_side_and_is_seeded():
     assert split_by_question(pairs, 0.25, seed=3) == (train_part, val_part)
     assert split_by_question(pairs, 0.25, seed=4)[1] != val_part
     with pytest.raises(TrainingError, match="at least 2 questions"):
-        split_by_question(pairs[:4], 0.5)
+        split_by_question(pairs[:4], 0.5, seed=0)
     extra = [LabelledPair(f"pairs:{p.qid}", p.question, p.passage, p.label) for p in toy_pairs(6, seed=1)]
     with_extra = split_by_question(pairs, 0.25, seed=3, train_only=extra)
     assert with_extra == (train_part + extra, val_part)  # the same validation questions; the extra pairs only train
@@ -137,6 +138,7 @@ def test_written_pairs_read_back_the_same(built_index, tmp_path):  # synthetic p
         FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin"),
         n=20,
         top_k=5,
+        seed=0,
     )
     pairs += [
         LabelledPair("synthetic:b", "Wo liegt Köln?", "Köln liegt am Rhein.", 1, ("am Rhein",)),
@@ -258,7 +260,7 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     # the thresholds a user gets are the ones calibrated with it
     th = resolve_thresholds(f"minilm:{out}")
     assert (th.upper, th.lower, th.filter) == tuple(card["thresholds"][k] for k in ("upper", "lower", "filter"))
-    ev = build_evaluator(f"minilm:{out}")
+    ev = evaluator_of(f"minilm:{out}")
     assert isinstance(ev, CrossEncoderEvaluator) and parse_spec(str(out)) == ("trained", out)
     scores = ev.score([(p.question, p.passage) for p in pairs])
     assert all(-1 <= s <= 1 for s in scores)
@@ -282,20 +284,20 @@ def test_train_writes_a_loadable_calibrated_evaluator(tiny_bert, tmp_path):
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text("".join(json.dumps({"question": p.question}) + "\n" for p in pairs))
     assert add_domain(out, qfile) == domain and np.array_equal(np.load(out / DOMAIN_FILE), known)
-    assert build_evaluator(f"minilm:{out}").knows([train_part[0].question]) == [True]
+    assert evaluator_of(f"minilm:{out}").knows([train_part[0].question]) == [True]
     qfile.unlink()
     manifest = json.loads((out / MANIFEST).read_text())
     manifest["domain"]["cosine"] = 1.01  # a cut no question reaches: every question is out of the domain
     (out / MANIFEST).write_text(json.dumps(manifest))
-    assert build_evaluator(f"minilm:{out}").knows([train_part[0].question, "Who am I?"]) == [False, False]
+    assert evaluator_of(f"minilm:{out}").knows([train_part[0].question, "Who am I?"]) == [False, False]
     del manifest["files"][DOMAIN_FILE]  # a domain file its manifest does not pin is refused
     (out / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(EvaluatorError, match="not pinned"):
-        build_evaluator(f"minilm:{out}").knows(["Who am I?"])
+        evaluator_of(f"minilm:{out}").knows(["Who am I?"])
     manifest["domain"] = None  # no domain: it cannot tell, and crag does not guard
     (out / MANIFEST).write_text(json.dumps(manifest))
     (out / DOMAIN_FILE).unlink()
-    assert build_evaluator(f"minilm:{out}").knows(["Who am I?"]) is None
+    assert evaluator_of(f"minilm:{out}").knows(["Who am I?"]) is None
     assert not any("little better than chance" in n for n in card["calibration"]["notes"])
     # every toy question holds its answer: the card says the calibration also saw them without it
     assert any("as if the index lacked the answer (12 questions" in n for n in card["calibration"]["notes"])
@@ -330,7 +332,7 @@ def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
     train(
-        *split_by_question(pairs, 0.25),
+        *split_by_question(pairs, 0.25, seed=0),
         out,
         TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
         log=lambda m: None,
@@ -340,16 +342,16 @@ def test_a_changed_adapter_is_refused(tiny_bert, tmp_path):
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
     with pytest.raises(EvaluatorError, match="sha256"):
-        build_evaluator(f"minilm:{out}").score([("a", "b")])
+        evaluator_of(f"minilm:{out}").score([("a", "b")])
     weights.write_bytes(bytes(data[:-1]) + bytes([data[-1] ^ 1]))  # back as trained
     (out / "adapter_model.bin").write_bytes(b"a pickle nothing pins")  # a weights file the manifest does not list
     with pytest.raises(EvaluatorError, match="adapter_model.bin is not in its manifest"):
-        build_evaluator(f"minilm:{out}").score([("a", "b")])
+        evaluator_of(f"minilm:{out}").score([("a", "b")])
     (out / "adapter_model.bin").unlink()
     manifest = json.loads((out / MANIFEST).read_text())
     (out / MANIFEST).write_text(json.dumps(dict(manifest, files={})))  # a manifest that pins nothing
     with pytest.raises(EvaluatorError, match="lists no weights"):
-        build_evaluator(f"minilm:{out}").score([("a", "b")])
+        evaluator_of(f"minilm:{out}").score([("a", "b")])
 
 
 @pytest.mark.slow
@@ -359,13 +361,16 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
     pairs = toy_pairs(8)
     with pytest.raises(CragError, match="not a crag evaluator"):
         train(
-            *split_by_question(pairs, 0.25), tmp_path / "thesis", TrainConfig(base=str(tiny_bert)), log=lambda m: None
+            *split_by_question(pairs, 0.25, seed=0),
+            tmp_path / "thesis",
+            TrainConfig(base=str(tiny_bert)),
+            log=lambda m: None,
         )
     assert (tmp_path / "thesis" / "chapter1.txt").read_text() == "precious"
     # an evaluator folder the user has put something of their own in is not crag's alone any more
     out = tmp_path / "ev"
     train(
-        *split_by_question(pairs, 0.25),
+        *split_by_question(pairs, 0.25, seed=0),
         out,
         TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
         log=lambda m: None,
@@ -400,7 +405,7 @@ def test_output_folder_must_be_crags(tmp_path, tiny_bert, monkeypatch):
     monkeypatch.setattr(train_module.os, "replace", failing_replace)
     with pytest.raises(OSError, match="No space left"):
         train(
-            *split_by_question(pairs, 0.25),
+            *split_by_question(pairs, 0.25, seed=0),
             out,
             TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2, seed=7),
             log=lambda m: None,
@@ -601,15 +606,15 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     pairs = toy_pairs(8)
     out = tmp_path / "ev"
     card = train(
-        *split_by_question(pairs, 0.25),
+        *split_by_question(pairs, 0.25, seed=0),
         out,
         TrainConfig(base=str(tiny_bert), epochs=1, max_length=32, lora_r=2),
         log=lambda m: None,
     )
     assert card["topic_guard"]["score"] == card["thresholds"]["lower"]
-    ev = build_evaluator(f"minilm:{out}")
+    ev = evaluator_of(f"minilm:{out}")
     inputs = [(p.question, p.passage) for p in pairs]
-    raw = [s for s in CrossEncoderEvaluator(out).logits(inputs)]
+    raw = [s for s in CrossEncoderEvaluator(out, batch_size=32, max_length=512).logits(inputs)]
     from crag_cli.evaluator import logit_to_score
 
     plain = [logit_to_score(z) for z in raw]

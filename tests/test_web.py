@@ -13,9 +13,16 @@ from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wiki
 from crag_cli.web.cache import DiskCache
 from crag_cli.web.fetch import Fetcher, address_is_public, check_url
 from crag_cli.web.rewrite import accept_query, keyword_query, rewrite_query
+from crag_cli.settings import Settings
 from crag_cli.web.stage import WebSearch
 from crag_cli.web import SearchResult
 from webserver import LocalWeb
+
+
+def stage_settings(**changes) -> Settings:
+    """The web stage's settings in these tests: the strips ranked by the evaluator's score alone, every strip
+    scored (as written for them), and ``changes``."""
+    return Settings(**{"ranking": "evaluator", "strips_scored": 10000, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +33,7 @@ def web():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return MiniLMEvaluator()
+    return MiniLMEvaluator(batch_size=32, max_length=256)
 
 
 class RecordingGenerator:
@@ -67,10 +74,14 @@ def test_accept_query(raw, ok):
 
 def test_rewrite_puts_the_question_in_the_prompt_and_falls_back():
     gen = RecordingGenerator("Zorblat Quintana, occupation")
-    assert rewrite_query("What is Zorblat Quintana's occupation?", gen) == ("Zorblat Quintana, occupation", True, None)
+    assert rewrite_query("What is Zorblat Quintana's occupation?", gen, 24) == (
+        "Zorblat Quintana, occupation",
+        True,
+        None,
+    )
     assert gen.prompts[0][-1] == {"role": "user", "content": "question: What is Zorblat Quintana's occupation?"}
     assert [m["role"] for m in gen.prompts[0][:3]] == ["system", "user", "assistant"]
-    query, rewritten, note = rewrite_query("What is Zorblat Quintana's occupation?", RecordingGenerator("sculptor"))
+    query, rewritten, note = rewrite_query("What is Zorblat Quintana's occupation?", RecordingGenerator("sculptor"), 24)
     assert (query, rewritten) == ("Zorblat Quintana occupation", False) and "not a keyword query" in note
 
 
@@ -100,7 +111,7 @@ def test_every_form_of_a_non_public_address_is_refused_and_nothing_is_fetched():
     with LocalWeb() as web:
         port = web.server.server_address[1]
         urls = [f"http://{host}:{port}/wiki/Zorblat_Quintana" for host in NON_PUBLIC_HOSTS]
-        pages = Fetcher(timeout=1.0).fetch_all(urls)
+        pages = Fetcher(timeout=1.0, max_bytes=2_000_000, allow_private=False).fetch_all(urls)
         assert web.server.requests == []  # 0.0.0.0, 127.1 and the like reach this server when they are let through
     let_through = {p.url: p.error for p in pages if "non-public address" not in (p.error or "")}
     assert not let_through and all(p.error.startswith("refused: ") for p in pages)
@@ -124,7 +135,10 @@ def test_searches_and_fetches_share_one_tls_context(web, monkeypatch):
     real = httpx.create_ssl_context
     monkeypatch.setattr(httpx, "create_ssl_context", lambda *a, **k: made.append(1) or real(*a, **k))
     fetch.tls_context.cache_clear()
-    backend, fetcher = SearxngBackend(web.url), Fetcher(trusted_hosts=("127.0.0.1",))
+    backend, fetcher = (
+        SearxngBackend(web.url, timeout=10.0, allow_private=False),
+        Fetcher(trusted_hosts=("127.0.0.1",), timeout=10.0, max_bytes=2_000_000, allow_private=False),
+    )
     for _ in range(3):  # three questions: a search and its pages each
         urls = [r.url for r in backend.search("zorblat", 2)]
         assert fetcher.fetch_all(urls)[0].status == 200
@@ -147,7 +161,9 @@ def test_fetcher_limits(web):
         )
     ]
     pages = {p.url.removeprefix(web.url): p for p in fetcher.fetch_all(urls)}
-    slow = Fetcher(timeout=1.0, trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/slow"])
+    slow = Fetcher(timeout=1.0, trusted_hosts=("127.0.0.1",), max_bytes=2_000_000, allow_private=False).fetch_all(
+        [f"{web.url}/slow"]
+    )
     pages["/slow"] = slow[0]
     assert pages["/wiki/Zorblat_Quintana"].status == 200 and "bronze birds" in pages["/wiki/Zorblat_Quintana"].body
     assert "timed out" in pages["/slow"].error
@@ -161,12 +177,14 @@ def test_fetcher_limits(web):
     assert "more than 3 redirects" in pages["/redirect-loop"].error
     assert pages["/notes.txt"].content_type == "text/plain"
     assert all(ua.startswith("crag-cli/") for path, ua in web.server.requests if path == "/wiki/Zorblat_Quintana")
-    refused = Fetcher(allow_private=False).fetch_all([f"{web.url}/wiki/Zorblat_Quintana"])[0]
+    refused = Fetcher(allow_private=False, timeout=10.0, max_bytes=2_000_000).fetch_all(
+        [f"{web.url}/wiki/Zorblat_Quintana"]
+    )[0]
     assert "non-public address 127.0.0.1" in refused.error
 
 
 def test_packed_pages_are_unpacked_and_an_encoding_without_a_decoder_is_refused(web):
-    fetcher = Fetcher(timeout=5.0, trusted_hosts=("127.0.0.1",))
+    fetcher = Fetcher(timeout=5.0, trusted_hosts=("127.0.0.1",), max_bytes=2_000_000, allow_private=False)
     paths = ("/gzip", "/deflate", "/raw-deflate", "/br")
     pages = dict(zip(paths, fetcher.fetch_all([f"{web.url}{p}" for p in paths])))
     for path in ("/gzip", "/deflate", "/raw-deflate"):
@@ -176,15 +194,17 @@ def test_packed_pages_are_unpacked_and_an_encoding_without_a_decoder_is_refused(
 
 
 def test_a_bomb_in_three_layers_is_cut_at_the_byte_limit(web):
-    fetcher = Fetcher(timeout=5.0, max_bytes=100_000, trusted_hosts=("127.0.0.1",))
+    fetcher = Fetcher(timeout=5.0, max_bytes=100_000, trusted_hosts=("127.0.0.1",), allow_private=False)
     page = fetcher.fetch_all([f"{web.url}/bomb?mib=64&layers=3"])[0]
     assert page.error is None and page.truncated and page.body == "a" * 100_000
-    six = Fetcher(trusted_hosts=("127.0.0.1",)).fetch_all([f"{web.url}/bomb?mib=1&layers=6"])[0]
+    six = Fetcher(trusted_hosts=("127.0.0.1",), timeout=10.0, max_bytes=2_000_000, allow_private=False).fetch_all(
+        [f"{web.url}/bomb?mib=1&layers=6"]
+    )[0]
     assert six.error == "6 content encodings (at most 5 are unpacked)"
 
 
 def test_searxng_backend(web):
-    results = SearxngBackend(web.url, allow_private=False).search("zorblat", 3)  # its own host is trusted
+    results = SearxngBackend(web.url, allow_private=False, timeout=10.0).search("zorblat", 3)  # its own host is trusted
     assert [r.url for r in results] == [
         f"{web.url}/wiki/Zorblat_Quintana",
         f"{web.url}/blog/quintana",
@@ -195,7 +215,7 @@ def test_searxng_backend(web):
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
     with pytest.raises(SearchError, match="unreachable"):
-        SearxngBackend(f"http://127.0.0.1:{dead}").search("x", 3)
+        SearxngBackend(f"http://127.0.0.1:{dead}", timeout=10.0, allow_private=False).search("x", 3)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +226,7 @@ def test_searxng_backend(web):
 def test_a_searxng_answer_without_a_results_list_is_a_search_failure(body):
     with LocalWeb(search_body=body) as server:
         with pytest.raises(SearchError, match="SearxNG answer is not its JSON results format"):
-            SearxngBackend(server.url).search("x", 3)
+            SearxngBackend(server.url, timeout=10.0, allow_private=False).search("x", 3)
 
 
 def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
@@ -224,7 +244,7 @@ def test_a_bad_searxng_row_or_field_is_dropped_not_the_answer():
     ]
     body = ('{"query": "x \\udfff", "results": ' + json.dumps(rows).replace("\\\\u", "\\u") + "}").encode()
     with LocalWeb(search_body=body) as server:
-        results = SearxngBackend(server.url).search("x", 10)
+        results = SearxngBackend(server.url, timeout=10.0, allow_private=False).search("x", 10)
     assert [(r.url, r.title, r.snippet) for r in results] == [
         ("http://a.org/1", "", ""),
         ("http://a.org/2", "Two", ""),
@@ -237,7 +257,7 @@ def test_a_searxng_answer_that_drips_ends_at_the_whole_request_limit(web):
     """A byte every 0.3 s never trips the 1 s read timeout: the whole answer has twice it, as a page has."""
     start = time.monotonic()
     with pytest.raises(SearchError, match="did not answer within 2 s"):
-        SearxngBackend(f"{web.url}/drip", timeout=1.0).search("x", 3)
+        SearxngBackend(f"{web.url}/drip", timeout=1.0, allow_private=False).search("x", 3)
     assert time.monotonic() - start < 4
 
 
@@ -250,7 +270,7 @@ def test_a_duckduckgo_answer_that_drips_ends_at_its_timeout(web):
 
 def test_a_huge_searxng_answer_is_not_read_to_its_end(web):
     with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
-        SearxngBackend(f"{web.url}/huge", timeout=5.0).search("x", 3)
+        SearxngBackend(f"{web.url}/huge", timeout=5.0, allow_private=False).search("x", 3)
 
 
 def test_a_searxng_answer_gzipped_into_a_bomb_is_not_unpacked_past_its_limit(web):
@@ -258,7 +278,7 @@ def test_a_searxng_answer_gzipped_into_a_bomb_is_not_unpacked_past_its_limit(web
     tracemalloc.start()
     try:
         with pytest.raises(SearchError, match="SearxNG answer over 4 MB"):
-            SearxngBackend(f"{web.url}/bomb", timeout=5.0).search("x", 3)
+            SearxngBackend(f"{web.url}/bomb", timeout=5.0, allow_private=False).search("x", 3)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -273,7 +293,7 @@ def test_ddgs_contract_real_parser_against_local_server(web):
     with pytest.raises(SearchError, match="No results found.*rate-limits"):
         backend.search("nothing", 2)
     with pytest.raises(Exception, match="unknown ddgs engine"):
-        DdgsBackend(engine="nope")
+        DdgsBackend(engine="nope", timeout=10.0)
 
 
 def test_wikipedia_first():
@@ -291,15 +311,13 @@ def test_wikipedia_first():
 
 def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
     stage = WebSearch(
-        SearxngBackend(web.url),
+        SearxngBackend(web.url, timeout=10.0, allow_private=False),
         minilm,
         RecordingGenerator("Zorblat Quintana, occupation"),
-        Fetcher(timeout=2, allow_private=True),
-        results=4,
-        rewrite="model",
-        cache=DiskCache(tmp_path / "c", ttl=3600),
-        strips=3,
+        Fetcher(timeout=2, allow_private=True, max_bytes=2_000_000),
+        stage_settings(web_results=4, rewrite="model", strips=3),
         filter_threshold=-1,
+        cache=DiskCache(tmp_path / "c", ttl=3600, max_bytes=200_000_000),
     )
     timings = {}
     ext = stage.run("What is Zorblat Quintana's occupation?", timings)
@@ -322,7 +340,14 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
 def test_web_stage_searches_the_question_words_by_default_without_the_generator(web, minilm):
     """The default query costs no model call: the question's content words, what the search engine ranks by."""
     gen = RecordingGenerator("Zorblat Quintana, occupation")
-    stage = WebSearch(SearxngBackend(web.url), minilm, gen, Fetcher(timeout=2, allow_private=True), results=2)
+    stage = WebSearch(
+        SearxngBackend(web.url, timeout=10.0, allow_private=False),
+        minilm,
+        gen,
+        Fetcher(timeout=2, allow_private=True, max_bytes=2_000_000),
+        stage_settings(web_results=2),
+        -0.5,
+    )
     ext = stage.run("What is Zorblat Quintana's occupation?", {})
     assert ext.query == "Zorblat Quintana occupation" and not ext.rewritten and gen.prompts == []
     assert any("sculptor" in s.text for s in ext.strips)
@@ -331,11 +356,11 @@ def test_web_stage_searches_the_question_words_by_default_without_the_generator(
 def test_web_stage_falls_back_to_snippets(minilm):
     with LocalWeb(result_paths=("/report.pdf", "/empty")) as server:
         stage = WebSearch(
-            SearxngBackend(server.url),
+            SearxngBackend(server.url, timeout=10.0, allow_private=False),
             minilm,
             None,
-            Fetcher(timeout=2, allow_private=True),
-            rewrite="none",
+            Fetcher(timeout=2, allow_private=True, max_bytes=2_000_000),
+            stage_settings(rewrite="none"),
             filter_threshold=-1,
         )
         ext = stage.run("zorblat quintana", {})

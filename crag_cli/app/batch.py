@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 from ..errors import CragError
 from ..generator import backend
+from ..modes import Mode
 from ..settings import Settings
 from .common import Note, _quiet, check_input_file
 
@@ -23,7 +24,7 @@ class BatchJob:
 
     input: Path
     output: Optional[Path] = None
-    mode: str = "crag"
+    mode: str = Mode.CRAG.value  # a Mode's name (crag_cli.modes)
     limit: Optional[int] = None
     resume: bool = False
     retry_errors: bool = False
@@ -60,11 +61,12 @@ class BatchRun:
 
     def __init__(self, settings: Settings, job: BatchJob, note: Note = _quiet) -> None:
         from ..batch import BatchOutput, ray_missing
-        from ..pipeline import MODES
 
         self.settings, self.job, self.note = settings, job, note
-        if job.mode not in MODES:
-            raise CragError(f"unknown mode {job.mode!r}: choose from {', '.join(MODES)}")
+        try:
+            self.mode = Mode.parse(job.mode)
+        except ValueError as exc:
+            raise CragError(str(exc)) from None
         check_input_file(job.input)
         if job.resume and job.output is None:
             raise CragError("--resume needs -o/--output: the file whose records to keep")
@@ -112,17 +114,17 @@ class BatchRun:
         if job.ray is not None:
             threads = split_threads(settings.threads, job.workers)
             self.note(f"batch: Ray at {job.ray}, {job.workers} actors, {threads} generation thread(s) each")
-            return RayPool(settings, job.mode, job.workers, job.ray)  # each actor loads the models itself
+            return RayPool(settings, self.mode, job.workers, job.ray)  # each actor loads the models itself
         if job.workers > 1:
             threads = split_threads(settings.threads, job.workers)
             self.note(f"batch: {job.workers} workers, {threads} generation thread(s) each")
-            return WorkerPool(settings, job.mode, job.workers)  # each worker loads the models itself
+            return WorkerPool(settings, self.mode, job.workers)  # each worker loads the models itself
         if todo:
-            load_models(pipe, job.mode)  # so that no question's timings include loading a model
+            load_models(pipe, self.mode)  # so that no question's timings include loading a model
         if settings.parallel > 1:
             self.note(f"batch: {settings.parallel} questions at once over one reader")
-            return InFlight(pipe, job.mode, settings.parallel)
-        return InProcess(pipe, job.mode)
+            return InFlight(pipe, self.mode, settings.parallel)
+        return InProcess(pipe, self.mode)
 
     def run(self, on_record: Callable | None = None, stream=None, pipeline=None) -> BatchReport:
         """Answer the questions; records go to the output (or ``stream``, default stdout).
@@ -152,9 +154,9 @@ class BatchRun:
         job, out = self.job, self.output
         if not questions.prefix(1):
             raise CragError(f"{job.input} holds no question")
-        pipe = pipeline or build.pipeline(self.settings, with_generator=True, retrieve=job.mode != "no-retrieval")
+        pipe = pipeline or build.pipeline(self.settings, with_generator=True, retrieve=self.mode.retrieves)
         try:
-            identity = run_identity(self.settings, job.mode, pipe.thresholds, pipe.retriever.manifest)
+            identity = run_identity(self.settings, self.mode, pipe.thresholds, pipe.retriever.manifest)
             done = out.done_records(questions, identity) if out is not None else []
         except OSError as exc:
             raise CragError(f"cannot read {job.output}: {exc.strerror or exc}") from None

@@ -35,7 +35,6 @@ from .executors import (
 )
 from .identity import (
     RESOLVED_GROUPS,
-    UNUSED_GROUPS,
     evaluator_fingerprint,
     identity_mismatch,
     index_fingerprint,
@@ -60,7 +59,6 @@ __all__ = [
     "ray_missing",
     "split_threads",
     "RESOLVED_GROUPS",
-    "UNUSED_GROUPS",
     "evaluator_fingerprint",
     "identity_mismatch",
     "index_fingerprint",

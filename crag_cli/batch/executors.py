@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
 from ..generator import backend
-from ..pipeline import uses_evaluator
+from ..modes import Mode
 from ..records import QuestionLine, error_record, to_record
 
 
@@ -56,7 +56,7 @@ def iter_group(pipeline, group: Sequence[QuestionLine], mode: str) -> Iterator[A
     seconds include its share of that.
     """
     t0 = time.perf_counter()
-    if mode == "crag":
+    if Mode(mode) is Mode.CRAG:
         try:
             pipeline.score_ahead([q.question for q in group if not q.error])
         except Exception:  # scored again question by question, where a failure becomes that question's record
@@ -174,7 +174,7 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         torch.set_num_threads(settings.threads)  # the evaluator's share of the cores too
         from .. import build
 
-        pipe = build.pipeline(settings, with_generator=True, retrieve=mode != "no-retrieval")
+        pipe = build.pipeline(settings, with_generator=True, retrieve=Mode(mode).retrieves)
         load_models(pipe, mode)
         _worker.update(pipeline=pipe, mode=mode)
     except Exception as exc:  # multiprocessing would restart a failing initializer for ever
@@ -423,11 +423,12 @@ def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
     if pipeline.generator is not None:
         pipeline.generator.load()
-    if uses_evaluator(mode, pipeline.task):
-        if mode == "rag":
+    mode = Mode(mode)
+    if mode.uses_evaluator(pipeline.task):
+        if mode is Mode.RAG:
             pipeline.evaluator.knows([])  # plain RAG only asks a domain: this loads what an evaluator needs for it
         else:
             pipeline.evaluator.load()
-    if mode in ("crag", "rag+web"):
+    if "web" in mode.groups:
         if pipeline.web is not None and pipeline.web.generator is not None:
             pipeline.web.generator.load()

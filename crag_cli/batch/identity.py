@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import files
 from ..generator import backend
+from ..modes import Mode
 from ..version import __version__
 from ..prompts import PROMPT_VERSION
 from ..reading import READING_VERSION
@@ -57,26 +58,17 @@ def _file_sha256(path: Path) -> str:
     return (files.cached_digest(path) or (0, ""))[1]
 
 
-# Setting groups (see settings.GROUPS) whose values a mode's records do not depend on.
-UNUSED_GROUPS = {
-    "crag": (),
-    "rag+web": (),
-    "rag": ("evaluator", "thresholds", "action", "refine", "web"),
-    "no-retrieval": ("retrieval", "evaluator", "thresholds", "action", "refine", "web"),
-}
+def run_identity(settings, mode: Mode | str, thresholds, index_manifest: dict) -> dict:
+    """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes.
 
-
-def run_identity(settings, mode: str, thresholds, index_manifest: dict) -> dict:
-    """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes."""
+    The settings are those the mode's records depend on (:meth:`crag_cli.modes.Mode.unused`).
+    """
     from ..settings_info import answer_settings, group
 
-    from ..pipeline import uses_evaluator
-
-    unused = UNUSED_GROUPS[mode]
-    if uses_evaluator(mode, settings.task):  # plain RAG under auto: the evaluator's domain picks the prompt
-        unused = tuple(g for g in unused if g != "evaluator")
-    identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode}
-    identity["reading_version"] = READING_VERSION if mode == "crag" else None
+    mode = Mode(mode)
+    unused = mode.unused(settings.task)  # plain RAG under auto: the evaluator's domain picks the prompt
+    identity = {"crag_version": __version__, "prompt_version": PROMPT_VERSION, "mode": mode.value}
+    identity["reading_version"] = READING_VERSION if mode is Mode.CRAG else None
     identity.update(
         {
             name: getattr(settings, name)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Callable, Iterable, Iterator, Sequence, Sized
 
+from ..modes import Mode
 from ..records import QuestionLine
 
 from .executors import Answerer
@@ -45,7 +46,7 @@ class Summary:
             self.ungrounded += 1
         self.not_found += rec.get("basis") == "none"
         self.doubted += bool(rec.get("doubted"))
-        self.from_model += rec.get("basis") == "model" and rec.get("mode") != "no-retrieval"
+        self.from_model += rec.get("basis") == "model" and rec.get("mode") != Mode.NO_RETRIEVAL
         if rec.get("correct") is not None:
             self.graded += 1
             self.correct += bool(rec["correct"])

@@ -16,6 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import CragError
+from ..modes import MODES, Mode
 from ..settings import Settings
 
 from .base import (
@@ -253,7 +254,7 @@ OutputOpt = Annotated[
     Optional[Path],
     typer.Option("-o", "--output", help="Write records here (default stdout); OUT.partial while running."),
 ]
-ModeOpt = Annotated[str, typer.Option(help="crag, rag, rag+web or no-retrieval.")]
+ModeOpt = Annotated[str, typer.Option(help=", ".join(MODES[:-1]) + f" or {MODES[-1]}.")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Process only the first N lines.")]
 ResumeOpt = Annotated[
     bool, typer.Option("--resume", help="Keep the records already written to --output and answer the rest.")
@@ -297,7 +298,7 @@ def batch(
     input: QuestionsArg,
     settings: Settings,
     output: OutputOpt = None,
-    mode: ModeOpt = "crag",
+    mode: ModeOpt = Mode.CRAG.value,
     limit: LimitOpt = None,
     resume: ResumeOpt = False,
     retry_errors: RetryErrorsOpt = False,

@@ -11,6 +11,8 @@ from ..errors import one_line
 from .base import default_minilm_path
 from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 
+TRAINED_LENGTH = 256  # tokens per text all-MiniLM-L6-v2 was trained on (512 is its limit)
+
 
 class MiniLMEvaluator:
     """Cosine similarity of sentence embeddings (mean pooling, L2 normalisation).
@@ -28,7 +30,7 @@ class MiniLMEvaluator:
     batch_size : int
         Texts per forward pass.
     max_length : int
-        Tokens kept per text (the model was trained on 256; 512 is its limit).
+        Tokens kept per text (the model was trained on :data:`TRAINED_LENGTH`; 512 is its limit).
     precision : {"float", "int8"}
         Its arithmetic (:func:`crag_cli.evaluator.base.with_precision`).
     """
@@ -36,8 +38,9 @@ class MiniLMEvaluator:
     def __init__(
         self,
         model_path: str | Path | None = None,
-        batch_size: int = 32,
-        max_length: int = 256,
+        *,
+        batch_size: int,
+        max_length: int,
         precision: str = "float",
     ) -> None:
         if batch_size < 1:

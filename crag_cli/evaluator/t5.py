@@ -28,7 +28,7 @@ class T5Evaluator:
 
     SEPARATOR = " [SEP] "
 
-    def __init__(self, path: str | Path, batch_size: int = 16, max_length: int = 512, precision: str = "float") -> None:
+    def __init__(self, path: str | Path, batch_size: int, max_length: int, precision: str = "float") -> None:
         if batch_size < 1:
             raise EvaluatorError("evaluator batch size must be at least 1")
         self.path = Path(path)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
-from .cosine import MiniLMEvaluator
+from .cosine import TRAINED_LENGTH, MiniLMEvaluator
 from .evidence import EvidenceFit, read_evidence
 from .t5 import T5Evaluator
 
@@ -186,8 +186,8 @@ class CrossEncoderEvaluator:
     def __init__(
         self,
         path: str | Path,
-        batch_size: int = 32,
-        max_length: int = 512,
+        batch_size: int,
+        max_length: int,
         name: str | None = None,
         precision: str = "float",
     ) -> None:
@@ -289,7 +289,9 @@ class CrossEncoderEvaluator:
 
     def _encoder(self, base: str) -> MiniLMEvaluator:
         """The base encoder's cosine, for the topic guard and the domain, at this evaluator's precision."""
-        return MiniLMEvaluator(base_path(base), batch_size=self.batch_size, precision=self.precision)
+        return MiniLMEvaluator(
+            base_path(base), batch_size=self.batch_size, max_length=TRAINED_LENGTH, precision=self.precision
+        )
 
     def logits(self, pairs: Sequence[Pair]) -> list[float]:
         """The raw logit of every pair, in input order."""

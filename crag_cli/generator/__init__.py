@@ -17,7 +17,7 @@ trusted and untrusted pieces), ``backends`` (which reader runs a ``--model`` val
 :func:`backend`; :func:`~crag_cli.generator.backends.reader_backends`: the plugins' and :data:`BACKENDS`).
 """
 
-from .base import Generation, Generator, ModelError
+from .base import Generation, Generator, ModelError, ReaderOptions
 from .embedded import (
     LEGACY_PART_AGE,
     assemble,
@@ -34,7 +34,7 @@ from .embedded import (
     smollm_path,
     verify,
 )
-from .backends import BACKENDS, EngineBackend, ReaderBackend, ReaderOptions, ServedBackend, backend
+from .backends import BACKENDS, EngineBackend, ReaderBackend, ServedBackend, backend
 from .engine import EngineGenerator
 from .served import Connection, ServedGenerator, defuse
 from .template import PLAIN_TEMPLATE, split_rendered

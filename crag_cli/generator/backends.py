@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .. import files, plugins
 from ..models import EMBEDDED, embedded, model_file
-from .base import Generator, ModelError
+from .base import Generator, ModelError, ReaderOptions
 from .embedded import check_model, resolve_model
 from .engine import EngineGenerator
 from .served import KEY_VARIABLE, Connection, ServedGenerator
@@ -60,19 +60,6 @@ class ReaderBackend(Protocol):
     def create(self, model: str, options: ReaderOptions) -> Generator:
         """The generator, loaded lazily (counting or generating loads it)."""
         ...
-
-
-@dataclass(frozen=True)
-class ReaderOptions:
-    """The reader's settings besides ``model`` (the generator settings that do not shape the prompt)."""
-
-    n_ctx: int
-    temperature: float
-    seed: int
-    threads: int | None
-    parallel: int
-    gpu_layers: int
-    reader_url: str | None
 
 
 class EngineBackend:
@@ -115,8 +102,7 @@ class EngineBackend:
         check_model(model)
 
     def create(self, model: str, options: ReaderOptions) -> Generator:
-        o = options
-        return EngineGenerator(model, o.n_ctx, o.temperature, o.seed, o.threads, o.parallel, o.gpu_layers)
+        return EngineGenerator(model, options)
 
 
 def connection(url: str) -> Connection:
@@ -155,7 +141,7 @@ class ServedBackend:
         return f"{conn.root} {model} {conn.info().fingerprint}"
 
     def check(self, model: str) -> None:
-        ServedGenerator(connection(self.url), model, 4096).load()  # reachable, the key taken, the model there
+        ServedGenerator(connection(self.url), model, 4096, 0.0, 0).load()  # reachable, the key taken, the model there
 
     def create(self, model: str, options: ReaderOptions) -> Generator:
         return ServedGenerator(connection(self.url), model, options.n_ctx, options.temperature, options.seed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, Protocol
 
 from ..errors import CragError
@@ -19,6 +19,24 @@ class Generation:
     text: str
     prompt_tokens: int
     completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """The reader's settings besides ``model`` (the generator settings that do not shape the prompt)."""
+
+    n_ctx: int
+    temperature: float
+    seed: int
+    threads: int | None
+    parallel: int
+    gpu_layers: int
+    reader_url: str | None
+
+    @classmethod
+    def of(cls, settings) -> "ReaderOptions":
+        """The options a :class:`~crag_cli.settings.Settings` holds (its defaults where it was not given them)."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 
 class Generator(Protocol):

@@ -12,7 +12,7 @@ import os
 import secrets
 import threading
 
-from .base import ModelError
+from .base import ModelError, ReaderOptions
 from .embedded import canonical_name, resolve_model
 from .served import Connection, ServedGenerator
 
@@ -75,18 +75,10 @@ class EngineGenerator(ServedGenerator):
     engine has one, so its prompt cache does not evict the answer prompt's.
     """
 
-    def __init__(
-        self,
-        model: str,
-        n_ctx: int = 4096,
-        temperature: float = 0.0,
-        seed: int = 0,
-        threads: int | None = None,
-        parallel: int = 1,
-        gpu_layers: int = -1,
-    ) -> None:
-        self.engine = Engine(model, n_ctx, parallel, threads, gpu_layers)
-        super().__init__(None, model, n_ctx, temperature, seed, name=canonical_name(model))  # type: ignore[arg-type]
+    def __init__(self, model: str, options: ReaderOptions) -> None:
+        o = options
+        self.engine = Engine(model, o.n_ctx, o.parallel, o.threads, o.gpu_layers)
+        super().__init__(None, model, o.n_ctx, o.temperature, o.seed, name=canonical_name(model))  # type: ignore[arg-type]
 
     def _connection(self) -> Connection:
         return self.engine.connection()

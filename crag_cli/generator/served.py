@@ -294,8 +294,8 @@ class ServedGenerator:
         connection: Connection,
         model: str,
         n_ctx: int,
-        temperature: float = 0.0,
-        seed: int = 0,
+        temperature: float,
+        seed: int,
         name: str | None = None,
     ) -> None:
         self.connection, self.served, self.temperature, self.seed = connection, model, temperature, seed

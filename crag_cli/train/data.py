@@ -20,6 +20,7 @@ from ..evaluator import (
     read_trained,
 )
 from ..match import fold, holds_answer
+from ..settings_info import default
 
 
 class TrainingError(CragError):
@@ -59,16 +60,14 @@ class TrainConfig:
     correct_precision: float = 0.8
     incorrect_precision: float = 0.8
     strip_recall: float = 0.9
-    strip_mode: str = "excerption"
+    strip_mode: str = default("strip_mode")  # the setting (app/train.py); the card records it
     topic_guard: bool = True
 
 
 # ----------------------------------------------------------------------------- data
 
 
-def pairs_from_gold(
-    questions: Iterable[tuple[str, str, Sequence[str]]], retriever, top_k: int = 10
-) -> list[LabelledPair]:
+def pairs_from_gold(questions: Iterable[tuple[str, str, Sequence[str]]], retriever, top_k: int) -> list[LabelledPair]:
     """Label each question's top-k passages by whether a gold alias occurs in them (whole words).
 
     Parameters
@@ -248,7 +247,7 @@ def question_groups(pairs: Sequence[LabelledPair]) -> list[int]:
 
 
 def split_by_question(
-    pairs: Sequence[LabelledPair], validation: float, seed: int = 0, train_only: Sequence[LabelledPair] = ()
+    pairs: Sequence[LabelledPair], validation: float, seed: int, train_only: Sequence[LabelledPair] = ()
 ):
     """``(train, validation)``: the questions shuffled with ``seed``, ``validation`` of them held out.
 

@@ -82,6 +82,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     """
     from .. import files
     from ..evaluator import MiniLMEvaluator, base_path
+    from ..evaluator.cosine import TRAINED_LENGTH
     from ..evaluator.base import MANIFEST
     from ..evaluator.trained import read_trained
     from ..records import read_questions
@@ -104,7 +105,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
             parts[part].append(line.question)
     if not parts["training"] or not parts["validation"]:
         raise ValueError(f"{questions_file} holds none of {evaluator}'s training or validation questions")
-    encoder = MiniLMEvaluator(base, batch_size=64)
+    encoder = MiniLMEvaluator(base, batch_size=64, max_length=TRAINED_LENGTH)
     known, entry = fit_domain(encoder.embed, parts["training"], parts["validation"])
     target = Path(evaluator) / DOMAIN_FILE
     tmp = files.temp_file(target)

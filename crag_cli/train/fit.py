@@ -304,10 +304,11 @@ def _fit_domain(config: TrainConfig, train_pairs, val_pairs, t5: bool, log: Call
     if t5:
         return None, None
     from ..evaluator import MiniLMEvaluator, base_path
+    from ..evaluator.cosine import TRAINED_LENGTH
     from .domain import fit_domain  # here: `python -m crag_cli.train.domain` imports this package
 
     domain_known, domain = fit_domain(
-        MiniLMEvaluator(base_path(config.base), batch_size=64).embed,
+        MiniLMEvaluator(base_path(config.base), batch_size=64, max_length=TRAINED_LENGTH).embed,
         list(dict.fromkeys(p.question for p in train_pairs)),
         list(dict.fromkeys(p.question for p in val_pairs)),
     )
@@ -366,8 +367,9 @@ def fit_topic_guard(scorer, base: str, val_pairs, val_input, calib, precision: d
     ``lower``. Returns the guard and how the validation questions fare with it.
     """
     from ..evaluator import MiniLMEvaluator, base_path
+    from ..evaluator.cosine import TRAINED_LENGTH
 
-    cosine = MiniLMEvaluator(base_path(base), batch_size=64)
+    cosine = MiniLMEvaluator(base_path(base), batch_size=64, max_length=TRAINED_LENGTH)
     cos_scores = cosine.score(val_input)
     cut, _, _ = choose_action_thresholds(calibration_items(val_pairs, cos_scores), **precision)
     guard = {"cosine": cut, "score": calib.lower}

@@ -45,9 +45,9 @@ def synthetic_pairs(
     index,
     generator,
     n: int,
-    top_k: int = 10,
-    seed: int = 0,
-    max_tokens: int = 64,
+    top_k: int,
+    seed: int,
+    tokens: int = 64,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[LabelledPair], dict]:
     """Questions written by the generator for ``n`` sampled passages of ``index``, labelled by retrieval.
@@ -61,6 +61,7 @@ def synthetic_pairs(
     passage is the positive; the question's retrieved top-k passages that do
     not hold the answer are the negatives (a retrieved passage that holds it,
     other than the source, is left out: it may well answer the question too).
+    The generator writes at most ``tokens`` tokens for a question and its answer.
 
     Returns
     -------
@@ -82,7 +83,7 @@ def synthetic_pairs(
     out: list[LabelledPair] = []
     for done, passage in enumerate(chosen, 1):
         reply = generator.generate(
-            [{"role": "user", "content": SYNTHETIC_PROMPT.format(passage=passage.text)}], max_tokens
+            [{"role": "user", "content": SYNTHETIC_PROMPT.format(passage=passage.text)}], tokens
         ).text
         parsed = parse_synthetic(reply)
         if parsed is None:

@@ -25,7 +25,7 @@ class SearxngBackend:
 
     name = "searxng"
 
-    def __init__(self, url: str, timeout: float = 10.0, allow_private: bool = False) -> None:
+    def __init__(self, url: str, timeout: float, allow_private: bool) -> None:
         if not url:
             raise CragError("--web searxng needs --searxng-url URL")
         self.where = url.rstrip("/")
@@ -106,16 +106,17 @@ class DdgsBackend:
 
     Parameters
     ----------
+    timeout : float
+        Setting ``fetch_timeout``.
     engine : str
         A ddgs text engine name (default ``duckduckgo``).
     endpoint : str, optional
         Replace the engine's search URL (a mirror or a test server).
-    timeout : float
     """
 
     name = "ddgs"
 
-    def __init__(self, engine: str = DDGS_ENGINE, endpoint: str | None = None, timeout: float = 10.0) -> None:
+    def __init__(self, timeout: float, engine: str = DDGS_ENGINE, endpoint: str | None = None) -> None:
         from ddgs.engines import ENGINES
 
         available = ENGINES.get("text", {})

@@ -14,7 +14,7 @@ class DiskCache:
     cannot be read or written only costs a refetch.
     """
 
-    def __init__(self, root: Path, ttl: float, max_bytes: int = 200_000_000) -> None:
+    def __init__(self, root: Path, ttl: float, max_bytes: int) -> None:
         import diskcache
 
         self.root = Path(root)

@@ -157,9 +157,9 @@ class Fetcher:
 
     def __init__(
         self,
-        timeout: float = 10.0,
-        max_bytes: int = 2_000_000,
-        allow_private: bool = False,
+        timeout: float,
+        max_bytes: int,
+        allow_private: bool,
         trusted_hosts: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout

@@ -79,7 +79,7 @@ def accept_query(raw: str, question: str) -> str | None:
     return ", ".join(parts)
 
 
-def rewrite_query(question: str, generator: Generator | None, max_tokens: int = 24) -> tuple[str, bool, str | None]:
+def rewrite_query(question: str, generator: Generator | None, max_tokens: int) -> tuple[str, bool, str | None]:
     """``(query, rewritten, note)``: the generator's keyword query, or the content-word fallback."""
     if generator is None:
         return keyword_query(question), False, "no generator: content words used"

@@ -8,6 +8,7 @@ from ..errors import CragError
 from ..evaluator import Evaluator
 from ..generator import Generator
 from ..refine import KnowledgeSource, Unread, refine
+from ..settings import Settings
 from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
@@ -26,11 +27,15 @@ class WebSearch:
     generator : Generator, optional
         Writes the keyword query with ``rewrite="model"`` (``None``: content words instead).
     fetcher : Fetcher
-    results : int
-        Result pages to fetch.
-    rewrite : {"words", "model", "none"}
-        The search query: the question's content words (no model), the
-        generator's keyword query, or the question itself.
+    settings : Settings
+        The web settings it reads (``web_results``, ``rewrite``, ``rewrite_tokens``, ``wiki_first``,
+        ``strips_scored``) and the refine ones (``strip_mode``, ``strips``, ``ranking``); ``rewrite`` is the
+        search query: the question's content words (no model), the generator's keyword query, or the
+        question itself.
+    filter_threshold : float
+        Strips scoring below it are dropped (the thresholds in force).
+    cache : DiskCache, optional
+        Searches and pages kept on disk (``None``: none).
     """
 
     def __init__(
@@ -39,39 +44,25 @@ class WebSearch:
         evaluator: Evaluator,
         generator: Generator | None,
         fetcher: Fetcher,
-        results: int = 5,
-        rewrite: str = "words",
-        wiki_first: bool = False,
+        settings: Settings,
+        filter_threshold: float,
         cache: DiskCache | None = None,
-        strip_mode: str = "excerption",
-        strips: int = 5,
-        filter_threshold: float = -0.5,
-        ranking: str = "evaluator",
-        strips_scored: int | None = None,
-        rewrite_tokens: int = 24,
     ) -> None:
         self.backend = backend
         self.evaluator = evaluator
         self.generator = generator
         self.fetcher = fetcher
-        self.results = results
-        self.rewrite = rewrite
-        self.rewrite_tokens = rewrite_tokens
-        self.wiki_first = wiki_first
-        self.cache = cache
-        self.strip_mode = strip_mode
-        self.strips = strips
+        self.settings = settings.model_copy()
         self.filter_threshold = filter_threshold
-        self.ranking = ranking
-        self.strips_scored = strips_scored
+        self.cache = cache
 
     def _search(self, query: str) -> list[SearchResult]:
-        key = f"search:{self.backend.name}:{self.backend.where}:{self.results}:{query}"
+        key = f"search:{self.backend.name}:{self.backend.where}:{self.settings.web_results}:{query}"
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 return [SearchResult(**r) for r in hit]
-        found = self.backend.search(query, self.results)
+        found = self.backend.search(query, self.settings.web_results)
         if self.cache is not None and found:
             self.cache.put(key, [r.__dict__ for r in found])
         return found
@@ -109,11 +100,11 @@ class WebSearch:
         ext = ExternalKnowledge(backend=self.backend.name)
         start = time.perf_counter()
         notes: list[str] = []
-        if self.rewrite == "model":
-            query, ext.rewritten, note = rewrite_query(question, self.generator, self.rewrite_tokens)
+        if self.settings.rewrite == "model":
+            query, ext.rewritten, note = rewrite_query(question, self.generator, self.settings.rewrite_tokens)
             if note:
                 notes.append(note)
-        elif self.rewrite == "words":
+        elif self.settings.rewrite == "words":
             query = keyword_query(question)
         else:
             query = question
@@ -126,7 +117,7 @@ class WebSearch:
             ext.error = "; ".join(notes + [f"search failed: {exc}"])
             timings["search"] = time.perf_counter() - t0
             return ext
-        if self.wiki_first:
+        if self.settings.wiki_first:
             results = wikipedia_first(results)
         ext.results = results
         sources, ext.pages = page_sources(self._fetch([r.url for r in results]))
@@ -143,12 +134,12 @@ class WebSearch:
             question,
             sources,
             self.evaluator,
-            self.strip_mode,
-            self.strips,
+            self.settings.strip_mode,
+            self.settings.strips,
             self.filter_threshold,
-            self.ranking,
-            self.strips_scored,
-            lexical_rank=self.ranking == "fused",  # BM25 ranks only where the ranking reads them
+            self.settings.ranking,
+            self.settings.strips_scored,
+            lexical_rank=self.settings.ranking == "fused",  # BM25 ranks only where the ranking reads them
             unread=unread,
         )
         timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t1
@@ -175,7 +166,7 @@ def page_sources(pages: list[Page]) -> tuple[list[KnowledgeSource], list[dict]]:
     return sources, records
 
 
-def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
+def build_web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
     """The web stage for ``settings.web`` (``ddgs`` or ``searxng``)."""
     from ..generator import cache_dir
 
@@ -193,14 +184,7 @@ def build_web_corrector(settings, evaluator: Evaluator, generator: Generator | N
         evaluator,
         generator,
         Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
-        results=settings.web_results,
-        rewrite=settings.rewrite,
-        rewrite_tokens=settings.rewrite_tokens,
-        wiki_first=settings.wiki_first,
-        cache=cache,
-        strip_mode=settings.strip_mode,
-        strips=settings.strips,
-        filter_threshold=thresholds.filter,
-        ranking=settings.ranking,
-        strips_scored=settings.strips_scored,
+        settings,
+        thresholds.filter,
+        cache,
     )
