@@ -44,7 +44,7 @@ def test_bad_settings_and_index_are_clear_errors(built_index, tmp_path):
     with pytest.raises(SettingsError, match="unknown mode"):
         crag_cli.open(index=str(built_index), mode="bogus")
     with pytest.raises(CragError, match="no index at"):
-        crag_cli.open(index=str(tmp_path / "nowhere"), model="smollm2-135m")
+        crag_cli.open(index=str(tmp_path / "nowhere"), model="qwen2.5-coder-0.5b")
 
 
 def test_batch_is_crag_batch_with_its_output_and_resume(built_index, tiny_gguf, tmp_path):

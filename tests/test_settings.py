@@ -66,7 +66,7 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
     assert {"top_k", "ranking", "strips", "model", "strips_scored"} <= set(answer_settings())
     assert not any(changes_answers(n) for n in ("batch_size", "threads", "cache", "fetch_timeout"))
     th = Thresholds(0.5, -0.5, -0.9)
-    model = "smollm2-135m"  # an embedded model: its fingerprint is the pinned digest, no file is read
+    model = "qwen2.5-coder-0.5b"  # an embedded model in the models extra: its fingerprint is the pinned digest
     base = Settings(model=model, web="searxng", searxng_url="http://127.0.0.1:1")
     before = run_identity(base, "crag", th, {})
     for name in answer_settings():
