@@ -42,6 +42,7 @@ PROMPT_SETTINGS = (
     "task",
     "max_tokens",
     "model_knowledge",
+    "reader_judge",
 )  # generator settings that the pipeline uses (the prompt and its answer)
 
 

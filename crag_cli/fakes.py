@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 from .corpus import Passage
 from .generator import Generation, Generator
 from .index import Hit
-from .prompts import TASKS
+from .prompts import JUDGE, TASKS
 from .refine import Strip, Unread
 from .settings_info import default
 from .web import ExternalKnowledge
@@ -105,16 +105,24 @@ class FakeGenerator:
 
     ``reply`` may be a sequence: each call replies the next one (the last one from then on). A task's check
     (:attr:`crag_cli.prompts.Task.check`, the prompt's last line) is answered ``check`` instead, its messages
-    remembered apart in ``checks``.
+    remembered apart in ``checks``; the reader's judge of one passage (:data:`crag_cli.prompts.JUDGE`) is
+    answered ``judge`` (a sequence: the next one each time, the last from then on), remembered in ``judges``.
     """
 
     model = "fake"
 
-    def __init__(self, reply: str | Sequence[str], n_ctx: int = default("n_ctx"), check: str = "Yes.") -> None:
+    def __init__(
+        self,
+        reply: str | Sequence[str],
+        n_ctx: int = default("n_ctx"),
+        check: str = "Yes.",
+        judge: str | Sequence[str] = "Yes.",
+    ) -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
-        self.check = check
+        self.check, self.judge = check, [judge] if isinstance(judge, str) else list(judge)
         self.messages: list[list[dict]] = []
         self.checks: list[list[dict]] = []
+        self.judges: list[list[dict]] = []
         self.max_tokens: list[int] = []  # each call's budget
 
     def load(self) -> None:
@@ -122,7 +130,7 @@ class FakeGenerator:
 
     def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
         """A generator with the same replies and its own record of messages."""
-        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check)
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check, self.judge)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
@@ -133,6 +141,9 @@ class FakeGenerator:
         if any(t.check and messages[-1]["content"].endswith("\n" + t.check) for t in TASKS.values()):
             self.checks.append(messages)
             return Generation(self.check, self.count_tokens(messages), 1)
+        if messages[-1]["content"].endswith("\n" + JUDGE):
+            self.judges.append(messages)
+            return Generation(self.judge[min(len(self.judges), len(self.judge)) - 1], self.count_tokens(messages), 1)
         self.messages.append(messages)
         self.max_tokens.append(max_tokens)
         reply = self.replies[min(len(self.messages), len(self.replies)) - 1]

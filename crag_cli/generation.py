@@ -12,7 +12,7 @@ from .corpus import split_sentences
 from .generator import Generation, Generator
 from .match import is_grounded, quote, restates
 from .modes import Mode
-from .prompts import TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge
+from .prompts import JUDGE, TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge, says_yes
 from .result import Result, Timer
 
 
@@ -30,12 +30,13 @@ def not_found(result: Result, web: bool) -> str:
 
 
 def not_stated(result: Result) -> str:
-    """What a user reads instead of an answer when the reader's check said what it read does not state one."""
+    """What a user reads instead of an answer when the reader's check said what it read does not state one, or
+    the reader judged that no passage it read answers the question."""
     ext = result.external_knowledge
     read_web = ext is not None and bool(ext.strips)
     read_passages = bool(result.internal_knowledge) or Mode(result.mode).unchecked
     where = "the indexed documents" + (" or on the web" if read_web else "") if read_passages else "the web"
-    n = len(result.knowledge_used)
+    n = len(result.judged) if result.judged is not None else len(result.knowledge_used)
     return f"Not found in {where}: the reader found no answer in the {n} passage{'s' * (n != 1)} it read."
 
 
@@ -98,15 +99,48 @@ class GenerationStep:
         if given != answer:
             self.result.reader_answer, self.result.answer = answer, given
 
-    def generate(self, items: list[KnowledgeItem], on_token) -> Generation | None:
+    def one_by_one(self, items: list[KnowledgeItem], on_token) -> Generation | None:
+        """The reader as the retrieval evaluator: asked of each item alone, in reading order, whether it answers the
+        question (:data:`crag_cli.prompts.JUDGE`); the answer is read from the first it says yes to, alone, and is
+        not checked again. When it says no to every item the answer is "Not found" (:func:`not_stated`).
+
+        ``result.judged`` lists the items asked, each with the reader's verdict. ``prompt_tokens`` counts each
+        judge's prompt and, of the answer's, its last line (the rest is the judge's prompt, which the engine has
+        cached).
+        """
+        result = self.result
+        task = result.prompt_task or result.task
+        result.judged, tokens = [], 0
+        with Timer(result.timings, "judge"):
+            for item in items:
+                try:
+                    reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
+                except Exception as exc:  # a model failure is this question's error, not the batch's
+                    result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                    return None
+                tokens += reply.prompt_tokens
+                result.judged.append({"source": item.source, "answers": says_yes(reply.text)})
+                if result.judged[-1]["answers"]:
+                    break
+        result.prompt_tokens = tokens
+        if not result.judged or not result.judged[-1]["answers"]:
+            result.not_found = not_stated(result)
+            return None
+        prefix = self.generator.count_tokens(build_messages(result.question, [item], task, instruction=""))
+        gen = self.generate([item], on_token, check=False)
+        if gen is not None and result.prompt_tokens is not None:  # the answer's prompts, less the cached prefix
+            result.prompt_tokens += tokens - min(prefix, gen.prompt_tokens)
+        return gen
+
+    def generate(self, items: list[KnowledgeItem], on_token, check: bool = True) -> Generation | None:
         """Generate the answer; a ``docqa`` answer that only restates the question is asked once more
         (:attr:`crag_cli.prompts.Task.retry`), the first answer kept in ``result.restated``; a ``docqa``
         answer is its first sentence, or the knowledge's sentence that one was drawn from when the knowledge
         does not hold it as it stands (:attr:`crag_cli.prompts.Task.quote`), the reader's words kept in
         ``result.reader_answer``.
 
-        A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`): when the reader says the
-        reference does not state it, it is no answer (:meth:`_declined`).
+        A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`) unless ``check`` is false:
+        when the reader says the reference does not state it, it is no answer (:meth:`_declined`).
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
@@ -127,7 +161,7 @@ class GenerationStep:
                     result.prompt_tokens += tokens
                 if TASKS[task].quote and kept:
                     self._quote(kept)
-                if TASKS[task].check and kept and result.answer and self._declined(task, kept):
+                if check and TASKS[task].check and kept and result.answer and self._declined(task, kept):
                     return gen
                 if whole and on_token is not None:
                     on_token(result.answer)

@@ -56,8 +56,8 @@ class Pipeline:
         External knowledge for Incorrect / Ambiguous (setting ``web``); ``None`` means no web.
     settings : Settings, optional
         The settings it reads (the retrieval, action and refine groups', and ``task``, ``max_tokens``,
-        ``model_knowledge``), each explained, with its one default, in :class:`crag_cli.settings.Settings`
-        (``crag ask --help-all``); default ``Settings()``. A library caller changes some with
+        ``model_knowledge``, ``reader_judge``), each explained, with its one default, in
+        :class:`crag_cli.settings.Settings` (``crag ask --help-all``); default ``Settings()``. A library caller changes some with
         ``Settings(strips=3)`` or ``settings.replace(...)``; :func:`crag_cli.build.pipeline` builds the whole
         pipeline from settings. The pipeline keeps a copy: a caller's later edits stay theirs.
     reading : ReadingPolicy, optional
@@ -224,6 +224,22 @@ class Pipeline:
             return has_support, Action.CORRECT, best
         return has_support, Action.AMBIGUOUS, best
 
+    def _reader_judges(self, result: Result) -> bool:
+        """Whether the reader judges the knowledge one item at a time (:meth:`GenerationStep.one_by_one`): with
+        ``reader_judge``, in crag mode, a question out of the evaluator's domain that is not Correct and has no web
+        strip (the web off, failed or empty). There the evaluator's scores prove nothing (AUC 0.62 on COVID-QA)
+        and no other source corrects them: the reader, given one passage, says whether it answers
+        (docs/how-it-works.md, "The reader as evaluator")."""
+        ext = result.external_knowledge
+        return (
+            self.settings.reader_judge
+            and bool(result.knowledge_used)
+            and result.mode == Mode.CRAG.value
+            and result.action is not Action.CORRECT
+            and self._outside(result.in_domain)
+            and not (ext is not None and ext.strips)
+        )
+
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
         return supported(scores, [h.support for h in hits], self.thresholds.filter, self.settings.lexical_support)
@@ -376,6 +392,7 @@ class Pipeline:
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            GenerationStep(self.generator, self.settings.max_tokens, result).generate(items, on_token)  # generate
+            step = GenerationStep(self.generator, self.settings.max_tokens, result)
+            (step.one_by_one if self._reader_judges(result) else step.generate)(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

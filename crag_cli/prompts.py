@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 # 6: a docqa answer that only restates the question is asked again for the reference's sentence (docqa's ``Task.retry``).
 # 7: a title is shown once for consecutive knowledge items of one document.
 # 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
-PROMPT_VERSION = 8
+# 9: with no web knowledge, out of the evaluator's domain, the reader judges the passages one at a time (:data:`JUDGE`).
+PROMPT_VERSION = 9
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "
@@ -69,6 +70,19 @@ class Task:
 # instructions that let the reader answer "Not in the reference." itself; docs/benchmarks.md, "How the reader
 # says Not found")
 CHECK = "Does the reference state the answer to the question? Answer yes or no."
+
+# The reader as the retrieval evaluator, one passage at a time (``reader_judge``; docs/how-it-works.md): asked of a
+# prompt that holds one passage and shares all but its last line with the answer's
+JUDGE = "Does the reference answer the question? Answer yes or no."
+
+
+def says_yes(reply: str) -> bool:
+    """Whether the reader's ``reply`` to a yes/no question (:data:`JUDGE`) is yes.
+
+    >>> says_yes("Yes."), says_yes(" yes, it does"), says_yes("No."), says_yes("Yesterday"), says_yes("")
+    (True, True, False, False, False)
+    """
+    return re.match(r"\s*yes\b", reply, re.IGNORECASE) is not None
 
 
 TASKS: dict[str, Task] = {

@@ -52,6 +52,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
         "reading": result.reading,
         "doubted": result.doubted,
+        "judged": result.judged,
         "answer": result.answer,
         "basis": result.basis,
         **({"not_found": result.not_found} if result.not_found is not None else {}),

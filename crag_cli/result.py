@@ -45,6 +45,7 @@ class Result:
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
     reading: str | None = None  # why the reader read what it did (the reading policy's words; crag mode)
     doubted: bool | None = None  # passages read though the evaluator scored every one below the lower threshold
+    judged: list[dict] | None = None  # the reader as evaluator: each item asked, {"source", "answers"} (reader_judge)
     answer: str | None = None
     answers: list[str] | None = None
     grounded: bool | None = None  # the answer occurs in the knowledge given (short-answer tasks only)

@@ -286,6 +286,17 @@ class Settings(BaseModel):
     max_tokens: Optional[int] = setting(
         None, "Tokens to generate; default: per task.", "generator", answers=True, ge=1, le=8192
     )
+    reader_judge: bool = setting(
+        True,
+        "No web, out of the evaluator's domain: the reader judges passages one by one.",
+        "generator",
+        ("--reader-judge/--no-reader-judge",),
+        answers=True,
+        why="A question out of the evaluator's domain (such as one about your own documents) that is not Correct "
+        "and gets no web strip (the web off, failed or empty): the reader is asked of each passage read, alone "
+        "and in reading order, whether it answers the question, and answers from the first it says yes to; no "
+        "to all is Not found. --no-reader-judge reads them together, and checks the answer (docs/how-it-works.md).",
+    )
     model_knowledge: bool = setting(
         False,
         "When nothing is read, answer from the model's own memory.",

@@ -79,6 +79,9 @@ def answer_notes(result) -> list[str]:
             f"note: the first answer ({result.restated!r}) only restated the question: "
             "asked again for the reference's sentence"
         )
+    if result.judged:
+        verdicts = ", ".join(f"{j['source']} {'yes' if j['answers'] else 'no'}" for j in result.judged)
+        notes.append(f"note: the reader judged the passages one by one (does it answer the question?): {verdicts}")
     if result.reader_answer is not None and result.not_found is not None:
         notes.append(f"note: the reader answered {result.reader_answer!r}, then said its reference does not state it")
     elif result.reader_answer is not None:

@@ -97,6 +97,7 @@ ADDED_SETTINGS = {
     "evidence": False,
     "reader": "llama-cpp-python",
     "reader_url": None,
+    "reader_judge": False,
 }
 
 
