@@ -44,8 +44,8 @@ class GenerationStep:
     """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
     what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error)."""
 
-    def __init__(self, generator: Generator, max_tokens: int | None, result: Result) -> None:
-        self.generator, self.max_tokens, self.result = generator, max_tokens, result
+    def __init__(self, generator: Generator, max_tokens: int | None, result: Result, judge: bool = False) -> None:
+        self.generator, self.max_tokens, self.result, self.judge = generator, max_tokens, result, judge
 
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
@@ -100,16 +100,18 @@ class GenerationStep:
             self.result.reader_answer, self.result.answer = answer, given
 
     def one_by_one(self, items: list[KnowledgeItem], on_token) -> Generation | None:
-        """The reader as the retrieval evaluator: asked of each item alone, in reading order, whether it answers the
-        question (:data:`crag_cli.prompts.JUDGE`); the answer is read from the first it says yes to, alone, and is
-        not checked again. When it says no to every item the answer is "Not found" (:func:`not_stated`).
+        """The reader as the retrieval evaluator, once its check declined the answer it gave over all ``items``:
+        asked of each item alone, in reading order, whether it answers the question (:data:`crag_cli.prompts.JUDGE`);
+        the answer is read from the first it says yes to, alone, and is not checked again. When it says no to every
+        item the answer stays "Not found" (:func:`not_stated`).
 
-        ``result.judged`` lists the items asked, each with the reader's verdict. ``prompt_tokens`` counts each
+        ``result.judged`` lists the items asked, each with the reader's verdict. ``prompt_tokens`` adds each
         judge's prompt and, of the answer's, its last line (the rest is the judge's prompt, which the engine has
         cached).
         """
         result = self.result
         task = result.prompt_task or result.task
+        before = result.prompt_tokens or 0
         result.judged, tokens = [], 0
         with Timer(result.timings, "judge"):
             for item in items:
@@ -122,14 +124,15 @@ class GenerationStep:
                 result.judged.append({"source": item.source, "answers": says_yes(reply.text)})
                 if result.judged[-1]["answers"]:
                     break
-        result.prompt_tokens = tokens
+        result.prompt_tokens = before + tokens
         if not result.judged or not result.judged[-1]["answers"]:
             result.not_found = not_stated(result)
             return None
+        result.not_found, result.reader_answer = None, None
         prefix = self.generator.count_tokens(build_messages(result.question, [item], task, instruction=""))
         gen = self.generate([item], on_token, check=False)
         if gen is not None and result.prompt_tokens is not None:  # the answer's prompts, less the cached prefix
-            result.prompt_tokens += tokens - min(prefix, gen.prompt_tokens)
+            result.prompt_tokens += before + tokens - min(prefix, gen.prompt_tokens)
         return gen
 
     def generate(self, items: list[KnowledgeItem], on_token, check: bool = True) -> Generation | None:
@@ -140,12 +143,14 @@ class GenerationStep:
         ``result.reader_answer``.
 
         A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`) unless ``check`` is false:
-        when the reader says the reference does not state it, it is no answer (:meth:`_declined`).
+        when the reader says the reference does not state it, it is no answer (:meth:`_declined`); a step made with
+        ``judge`` then has the reader judge the knowledge it read one item at a time (:meth:`one_by_one`).
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
         result = self.result
         task = result.prompt_task or result.task
+        declined: list[KnowledgeItem] | None = None
         with Timer(result.timings, "generate"):
             try:
                 t = TASKS[task]
@@ -162,12 +167,12 @@ class GenerationStep:
                 if TASKS[task].quote and kept:
                     self._quote(kept)
                 if check and TASKS[task].check and kept and result.answer and self._declined(task, kept):
-                    return gen
-                if whole and on_token is not None:
+                    declined = kept
+                elif whole and on_token is not None:
                     on_token(result.answer)
-                if TASKS[task].grounded and Mode(result.mode).retrieves:
+                if declined is None and TASKS[task].grounded and Mode(result.mode).retrieves:
                     result.grounded = is_grounded(result.answer, [k.text for k in kept])
-                return gen
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"
                 return None
+        return self.one_by_one(declined, on_token) if declined is not None and self.judge else gen

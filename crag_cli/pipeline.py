@@ -225,11 +225,11 @@ class Pipeline:
         return has_support, Action.AMBIGUOUS, best
 
     def _reader_judges(self, result: Result) -> bool:
-        """Whether the reader judges the knowledge one item at a time (:meth:`GenerationStep.one_by_one`): with
-        ``reader_judge``, in crag mode, a question out of the evaluator's domain that is not Correct and has no web
-        strip (the web off, failed or empty). There the evaluator's scores prove nothing (AUC 0.62 on COVID-QA)
-        and no other source corrects them: the reader, given one passage, says whether it answers
-        (docs/how-it-works.md, "The reader as evaluator")."""
+        """Whether the reader, when its check declines its answer, judges the knowledge one item at a time
+        (:meth:`GenerationStep.one_by_one`) before "Not found": with ``reader_judge``, in crag mode, a question out
+        of the evaluator's domain that is not Correct and has no web strip (the web off, failed or empty). There the
+        evaluator's scores prove nothing (AUC 0.62 on COVID-QA) and no other source corrects them: the reader, given
+        one passage, says whether it answers (docs/how-it-works.md, "The reader as evaluator")."""
         ext = result.external_knowledge
         return (
             self.settings.reader_judge
@@ -392,7 +392,7 @@ class Pipeline:
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            step = GenerationStep(self.generator, self.settings.max_tokens, result)
-            (step.one_by_one if self._reader_judges(result) else step.generate)(items, on_token)  # generate
+            step = GenerationStep(self.generator, self.settings.max_tokens, result, judge=self._reader_judges(result))
+            step.generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result
