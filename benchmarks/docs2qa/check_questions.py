@@ -44,7 +44,12 @@ ABSENT = {
     "docs2qa-112": [r"\bMD5\b", r"SHA-?256", r"\bSHA-?1\b", r"\bqop\b", r"hash algorithm"],
     "docs2qa-113": [r"TLSv1", r"TLS ?1\.\d", r"minimum_version", r"minimum TLS"],
     "docs2qa-114": [r"per[- ]host", r"max_connections_per", r"connections per (host|origin)"],
-    "docs2qa-115": [r"HTTPX_LOG_LEVEL", r"LOG_LEVEL", r"logging[^\n]*environment variable", r"environment variable[^\n]*logging"],
+    "docs2qa-115": [
+        r"HTTPX_LOG_LEVEL",
+        r"LOG_LEVEL",
+        r"logging[^\n]*environment variable",
+        r"environment variable[^\n]*logging",
+    ],
     "docs2qa-116": [r"retries\s*=\s*0", r"retries[^\n]*default", r"default[^\n]*retr"],
     "docs2qa-117": [r"_netrc", r"\bWindows\b"],
     "docs2qa-118": [r"concurrent streams", r"max_concurrent", r"MAX_CONCURRENT_STREAMS"],

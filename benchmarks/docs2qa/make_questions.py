@@ -18,7 +18,11 @@ HERE = Path(__file__).resolve().parent
 # (doc file in docs/, question, [answer spans])
 ANSWERABLE = [
     # quickstart.md
-    ("quickstart.md", "How do I attach query-string arguments to a GET call without building the URL by hand?", ["params"]),
+    (
+        "quickstart.md",
+        "How do I attach query-string arguments to a GET call without building the URL by hand?",
+        ["params"],
+    ),
     (
         "quickstart.md",
         "If I install the Zstandard compression package, which additional Content-Encoding value gets decoded automatically?",
@@ -293,7 +297,11 @@ ANSWERABLE = [
         "If I call client.send(..., stream=True) myself, what must I make sure eventually gets called so connections don't leak?",
         ["Response.aclose()", "aclose"],
     ),
-    ("async.md", "Which async method streams a response body one line at a time?", ["aiter_lines", "Response.aiter_lines()"]),
+    (
+        "async.md",
+        "Which async method streams a response body one line at a time?",
+        ["aiter_lines", "Response.aiter_lines()"],
+    ),
     (
         "async.md",
         "How can I try out await expressions interactively in a console?",
@@ -305,7 +313,11 @@ ANSWERABLE = [
         "Which organisation's code of conduct are contributors expected to follow?",
         ["Python Software Foundation"],
     ),
-    ("code_of_conduct.md", "Which e-mail address takes private reports of conduct violations?", ["tom@tomchristie.com"]),
+    (
+        "code_of_conduct.md",
+        "Which e-mail address takes private reports of conduct violations?",
+        ["tom@tomchristie.com"],
+    ),
     # compatibility.md
     (
         "compatibility.md",
