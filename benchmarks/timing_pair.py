@@ -1,12 +1,13 @@
 """crag against plain RAG (k = 3 unless --k), timed side by side: the same questions, the two modes taking turns.
 
     python benchmarks/timing_pair.py --data ../shared/bench/popqa [--questions FILE] --sample 200 [--model NAME]
-                                     [--evaluator SPEC] [--k K] [--task TASK] [--crag SETTING=VALUE ...] --out OUTDIR
+                                     [--evaluator SPEC] [--k K] [--task TASK] [--web-off] [--crag SETTING=VALUE ...]
+                                     --out OUTDIR
 
 Two runs timed one after the other drift apart with the machine (on a shared
 host the same prompts took 1.2 to 1.4 times as long an hour later), so this
 script opens both pipelines in one process (``crag_cli.open``: ``crag`` with the
-web stand-in, ``rag`` with ``top_k=K``; each loads its own copy of the models
+web stand-in, or with the web off under ``--web-off``, ``rag`` with ``top_k=K``; each loads its own copy of the models
 once) and answers the questions in groups of ``crag_cli.batch.GROUP_LINES``,
 each group by both modes in turn, the first mode alternating from group to
 group. Whatever slows the machine slows both. It writes each mode's records
@@ -65,6 +66,7 @@ def main() -> None:
     )
     parser.add_argument("--k", type=int, default=3, help="plain RAG's passages (default 3)")
     parser.add_argument("--task", choices=TASK_CHOICES, default=None, help="both modes' task (default: crag's default)")
+    parser.add_argument("--web-off", action="store_true", help="crag with the web off (crag's default)")
     parser.add_argument("--crag", action="append", default=[], metavar="SETTING=VALUE", help="a setting of crag's mode")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -109,7 +111,7 @@ def main() -> None:
         | ({"model": args.model} if args.model else {})
         | ({"task": args.task} if args.task else {})
     )
-    web = {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
+    web = {} if args.web_off else {"web": "searxng", "searxng_url": web_url, "allow_private": True, "cache": False}
     common |= {"evaluator": args.evaluator} if args.evaluator else {}  # plain RAG's too: --task auto asks its domain
     opened = {
         name: crag_cli.open(**common, **(web if m["mode"] == "crag" else {}), **m).load() for name, m in modes.items()
