@@ -1,8 +1,11 @@
-"""Build web.jsonl (the stand-in "web") from the Markdown docs of encode/uvicorn.
+"""Build web.jsonl (the stand-in "web") from the Markdown docs of a project: encode/uvicorn's for docsqa.
 
 Standard library only. Reads the docs straight from a bare git mirror:
 
     python build_web.py /path/to/uvicorn.git [commit]
+    python build_web.py /path/to/httpcore.git COMMIT --prefix httpcore --out ../docs2qa/web.jsonl   # docs2qa's
+
+Row ids are ``PREFIX-<file>-<n>``.
 
 One row per paragraph (blank-line separated; a fenced code block counts as one
 paragraph). A heading-only paragraph is glued in front of the paragraph that
@@ -11,10 +14,10 @@ without letters or digits after stripping (e.g. "---") are skipped. Markdown is 
 emphasis, backticks, links -> link text, HTML tags).
 """
 
+import argparse
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -86,8 +89,13 @@ def title_of(text, name):
 
 
 def main():
-    gitdir = sys.argv[1]
-    rev = sys.argv[2] if len(sys.argv) > 2 else "HEAD"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("gitdir")
+    parser.add_argument("rev", nargs="?", default="HEAD")
+    parser.add_argument("--prefix", default="uvicorn", help="row ids are PREFIX-<file>-<n>")
+    parser.add_argument("--out", type=Path, default=HERE / "web.jsonl")
+    args = parser.parse_args()
+    gitdir, rev, prefix = args.gitdir, args.rev, args.prefix
     files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", rev, "docs").split() if f.endswith(".md")]
     rows = []
     for f in sorted(files):
@@ -115,11 +123,11 @@ def main():
                 body = pending + "\n" + body
                 pending = ""
             n += 1
-            rows.append({"id": f"uvicorn-{stem}-{n}", "title": title, "text": body})
+            rows.append({"id": f"{prefix}-{stem}-{n}", "title": title, "text": body})
         if pending:
             n += 1
-            rows.append({"id": f"uvicorn-{stem}-{n}", "title": title, "text": pending})
-    out = HERE / "web.jsonl"
+            rows.append({"id": f"{prefix}-{stem}-{n}", "title": title, "text": pending})
+    out = args.out
     with open(out, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
