@@ -118,21 +118,20 @@ class GenerationStep:
                 try:
                     reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
                 except Exception as exc:  # a model failure is this question's error, not the batch's
-                    result.error = f"generation failed: {type(exc).__name__}: {exc}"
+                    result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
                     return None
                 tokens += reply.prompt_tokens
                 result.judged.append({"source": item.source, "answers": says_yes(reply.text)})
                 if result.judged[-1]["answers"]:
                     break
-        result.prompt_tokens = before + tokens
         if not result.judged or not result.judged[-1]["answers"]:
-            result.not_found = not_stated(result)
+            result.prompt_tokens, result.not_found = before + tokens, not_stated(result)
             return None
         result.not_found, result.reader_answer = None, None
         prefix = self.generator.count_tokens(build_messages(result.question, [item], task, instruction=""))
-        gen = self.generate([item], on_token, check=False)
-        if gen is not None and result.prompt_tokens is not None:  # the answer's prompts, less the cached prefix
-            result.prompt_tokens += before + tokens - min(prefix, gen.prompt_tokens)
+        gen = self.generate([item], on_token, check=False)  # sets prompt_tokens to its own prompts'
+        if gen is not None:  # add what came before, less the answer's prefix (the judge's, cached)
+            result.prompt_tokens = (result.prompt_tokens or 0) + before + tokens - min(prefix, gen.prompt_tokens)
         return gen
 
     def generate(self, items: list[KnowledgeItem], on_token, check: bool = True) -> Generation | None:

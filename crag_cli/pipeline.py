@@ -57,9 +57,9 @@ class Pipeline:
     settings : Settings, optional
         The settings it reads (the retrieval, action and refine groups', and ``task``, ``max_tokens``,
         ``model_knowledge``, ``reader_judge``), each explained, with its one default, in
-        :class:`crag_cli.settings.Settings` (``crag ask --help-all``); default ``Settings()``. A library caller changes some with
-        ``Settings(strips=3)`` or ``settings.replace(...)``; :func:`crag_cli.build.pipeline` builds the whole
-        pipeline from settings. The pipeline keeps a copy: a caller's later edits stay theirs.
+        :class:`crag_cli.settings.Settings` (``crag ask --help-all``); default ``Settings()``. A library caller
+        changes some with ``Settings(strips=3)`` or ``settings.replace(...)``; :func:`crag_cli.build.pipeline`
+        builds the whole pipeline from settings. The pipeline keeps a copy: a caller's later edits stay theirs.
     reading : ReadingPolicy, optional
         What the reader reads of the action's knowledge (:mod:`crag_cli.reading`); default: :attr:`reading`.
     """

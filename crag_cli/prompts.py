@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 # 6: a docqa answer that only restates the question is asked again for the reference's sentence (docqa's ``Task.retry``).
 # 7: a title is shown once for consecutive knowledge items of one document.
 # 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
-# 9: with no web knowledge, out of the evaluator's domain, the reader judges the passages one at a time (:data:`JUDGE`).
+# 9: no web strip, out of the evaluator's domain: a declined answer has the reader judge passages alone (:data:`JUDGE`).
 PROMPT_VERSION = 9
 
 SYSTEM = (

@@ -100,6 +100,7 @@ def test_a_judge_that_fails_is_the_questions_error():
     ev = FakeEvaluator({}, default=-0.9, domain=["capital"])
     result = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, task="docqa").run(QUESTION)
     assert result.error == "generation failed: RuntimeError: model gone" and result.answer is None
+    assert result.not_found is None and to_record(result)["basis"] is None  # a failure, not "Not found"
 
 
 @pytest.mark.slow
