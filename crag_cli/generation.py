@@ -29,23 +29,34 @@ def not_found(result: Result, web: bool) -> str:
     return "Not found in the indexed documents or on the web."
 
 
-def not_stated(result: Result) -> str:
+def not_stated(result: Result, withheld: bool = False) -> str:
     """What a user reads instead of an answer when the reader's check said what it read does not state one, or
-    the reader judged that no passage it read answers the question."""
+    the reader judged that no passage it read answers the question; ``withheld``: when what it read does not
+    state the answer it gave (:func:`crag_cli.match.is_grounded`)."""
     ext = result.external_knowledge
     read_web = ext is not None and bool(ext.strips)
     read_passages = bool(result.internal_knowledge) or Mode(result.mode).unchecked
     where = "the indexed documents" + (" or on the web" if read_web else "") if read_passages else "the web"
     n = len(result.judged) if result.judged is not None else len(result.knowledge_used)
-    return f"Not found in {where}: the reader found no answer in the {n} passage{'s' * (n != 1)} it read."
+    passages = f"{n} passage{'s' * (n != 1)} it read"
+    if withheld:
+        return f"Not found in {where}: the reader's answer is not stated in the {passages}."
+    return f"Not found in {where}: the reader found no answer in the {passages}."
 
 
 class GenerationStep:
     """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
-    what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error)."""
+    what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error).
 
-    def __init__(self, generator: Generator, max_tokens: int | None, result: Result, judge: bool = False) -> None:
-        self.generator, self.max_tokens, self.result, self.judge = generator, max_tokens, result, judge
+    ``judge``: a declined answer has the reader judge the knowledge one item at a time (:meth:`one_by_one`);
+    ``withhold``: an answer that the knowledge it was read from does not state is no answer (:meth:`_withhold`).
+    """
+
+    def __init__(
+        self, generator: Generator, max_tokens: int | None, result: Result, judge: bool = False, withhold: bool = False
+    ) -> None:
+        self.generator, self.max_tokens, self.result = generator, max_tokens, result
+        self.judge, self.withhold = judge, withhold
 
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
@@ -88,6 +99,17 @@ class GenerationStep:
             return False
         result.reader_answer, result.answer = result.answer, None
         result.not_found = not_stated(result)
+        return True
+
+    def _withhold(self) -> bool:
+        """With ``withhold``, an answer that the knowledge it was read from does not state (``grounded`` false)
+        becomes no answer: ``not_found`` says so (:func:`not_stated`), ``reader_answer`` keeps the reader's words.
+        Whether it did."""
+        result = self.result
+        if not (self.withhold and result.answer and result.grounded is False):
+            return False
+        result.reader_answer, result.answer = result.answer, None
+        result.not_found = not_stated(result, withheld=True)
         return True
 
     def _quote(self, kept: list[KnowledgeItem]) -> None:
@@ -143,7 +165,9 @@ class GenerationStep:
 
         A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`) unless ``check`` is false:
         when the reader says the reference does not state it, it is no answer (:meth:`_declined`); a step made with
-        ``judge`` then has the reader judge the knowledge it read one item at a time (:meth:`one_by_one`).
+        ``judge`` then has the reader judge the knowledge it read one item at a time (:meth:`one_by_one`). An answer
+        that stands is ``grounded`` or not in the knowledge kept (:func:`crag_cli.match.is_grounded`); a step made
+        with ``withhold`` gives none that is not (:meth:`_withhold`).
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
         ``on_token`` whole, so what streamed is the answer given. ``prompt_tokens`` counts both prompts.
         """
@@ -153,7 +177,7 @@ class GenerationStep:
         with Timer(result.timings, "generate"):
             try:
                 t = TASKS[task]
-                whole = bool(items) and (t.retry is not None or t.quote or t.check is not None)
+                whole = bool(items) and (t.retry is not None or t.quote or t.check is not None or self.withhold)
                 result.answer, kept, gen = self._ask(result.question, items, task, None if whole else on_token)
                 result.prompt_tokens = gen.prompt_tokens
                 result.knowledge_used = kept
@@ -167,10 +191,11 @@ class GenerationStep:
                     self._quote(kept)
                 if check and TASKS[task].check and kept and result.answer and self._declined(task, kept):
                     declined = kept
-                elif whole and on_token is not None:
-                    on_token(result.answer)
-                if declined is None and TASKS[task].grounded and Mode(result.mode).retrieves:
-                    result.grounded = is_grounded(result.answer, [k.text for k in kept])
+                else:
+                    if t.grounded and Mode(result.mode).retrieves:
+                        result.grounded = is_grounded(result.answer, [k.text for k in kept], result.question)
+                    if not self._withhold() and whole and on_token is not None:
+                        on_token(result.answer)
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"
                 return None

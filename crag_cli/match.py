@@ -5,6 +5,7 @@ Pure functions over strings; no model involved.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from typing import Sequence
@@ -109,30 +110,81 @@ def new_words(answer: str, question: str) -> list[str]:
     return [w for w in content_words(answer) if w not in asked]
 
 
-def is_grounded(answer: str, texts: Sequence[str]) -> bool:
-    """Whether a short answer is supported by the knowledge it was given.
+_WORD = re.compile(r"\d+(?:\.\d+)+|\w+")  # a version or decimal ("1.2") is one word
 
-    True when the normalised answer (see :func:`normalise_answer`) occurs in
-    one of ``texts`` as whole words, or when every content word of the answer
-    occurs as a word in one and the same text ("Conservative politician" is
-    grounded by "a Conservative Party politician"). An empty answer, or no
-    texts, is not grounded.
+
+def is_grounded(answer: str, texts: Sequence[str], question: str = "", missing: int = 5) -> bool:
+    """Whether the knowledge an answer was read from states it.
+
+    True when the normalised answer (see :func:`normalise_answer`) occurs in one of ``texts`` as whole words, or
+    when the answer's own words (its words that are not stop words, less the question's) occur together in one
+    sentence of one text (:func:`crag_cli.corpus.split_sentences`), all but one in ``missing`` of them ("The
+    `is_redirect` property tells me whether it is a redirect" is grounded by "`.is_redirect` - **bool**" for
+    "Which property tells me whether it is a redirect?"; "Conservative politician" by "a Conservative Party
+    politician"). An answer's word is the question's when their English Snowball stems (PyStemmer, as BM25's)
+    are one ("lasts" for "last"). A version or decimal number is one word
+    ("1.2" is not grounded by "1" and "2"). An empty answer, an answer without words of its own that the texts do
+    not hold as a phrase, or no texts: not grounded.
 
     Parameters
     ----------
     answer : str
-        The generated short answer.
+        The generated answer.
     texts : sequence of str
         The knowledge given to the generator.
+    question : str, optional
+        The question asked: its words need no support (a sentence answer restates them).
+    missing : int
+        One word in ``missing`` of the answer's own may be absent from the sentence (a long answer's reworded
+        word); a shorter answer than ``missing`` words needs all.
+
+    Examples
+    --------
+    >>> texts = ["Limits. The default is 100 connections.", "Timeouts default to 5 seconds."]
+    >>> is_grounded("100", texts), is_grounded("100 seconds", texts), is_grounded("200", texts)
+    (True, False, False)
+    >>> is_grounded("The pool opens at most 100 connections by default.", texts, "How many connections by default?")
+    False
+    >>> is_grounded("Up to 100 connections by default.", texts, "Up to how many connections by default?")
+    True
+    >>> is_grounded("The `is_redirect` property tells me whether it is a redirect.", ["* `.is_redirect` - **bool**"],
+    ...             "Which property tells me whether it is a redirect?")
+    True
     """
     answer = normalise_answer(answer)
-    if not answer:
+    if not answer or not texts:
         return False
-    words = set(content_words(answer)) or {answer.casefold()}
-    for text in texts:
-        if contains_phrase(text, answer) or words <= set(re.findall(r"\w+", text.casefold())):
-            return True
-    return False
+    if any(contains_phrase(text, answer) for text in texts):
+        return True
+    asked = set(_stems(question))
+    own = {w for w in _words(answer) if _stem(w) not in asked}
+    if not own:
+        return False
+    from .corpus import split_sentences
+
+    allowed = len(own) // missing
+    return any(len(own - set(_words(sentence))) <= allowed for text in texts for sentence in split_sentences(text))
+
+
+@functools.cache
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def _words(text: str) -> list[str]:
+    """``text``'s words that are not stop words, case-folded (a version or decimal is one word)."""
+    return [w for w in _WORD.findall(text.casefold()) if w not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    return _stemmer().stemWord(word)
+
+
+def _stems(text: str) -> list[str]:
+    """The English stems of ``text``'s words (:func:`_words`)."""
+    return _stemmer().stemWords(_words(text))
 
 
 def quote(

@@ -224,16 +224,17 @@ class Pipeline:
             return has_support, Action.CORRECT, best
         return has_support, Action.AMBIGUOUS, best
 
-    def _reader_judges(self, result: Result) -> bool:
-        """Whether the reader, when its check declines its answer, judges the knowledge one item at a time
-        (:meth:`GenerationStep.one_by_one`) before "Not found": with ``reader_judge``, in crag mode, a question out
-        of the evaluator's domain that is not Correct and has no web strip (the web off, failed or empty). There the
-        evaluator's scores prove nothing (AUC 0.62 on COVID-QA) and no other source corrects them: the reader, given
-        one passage, says whether it answers (docs/how-it-works.md, "The reader as evaluator")."""
+    def _unaided(self, result: Result) -> bool:
+        """Whether the answer rests on the evaluator's doubted passages alone: in crag mode, a question out of the
+        evaluator's domain that is not Correct and has no web strip (the web off, failed or empty). There the
+        evaluator's scores prove nothing (AUC 0.62 on COVID-QA) and no other source corrects them, so the reader
+        answers under two guards (docs/how-it-works.md, "The reader as evaluator"): with ``reader_judge``, when its
+        check declines its answer, it judges the knowledge one item at a time (:meth:`GenerationStep.one_by_one`);
+        without ``model_knowledge``, an answer that what it read does not state is withheld
+        (:func:`crag_cli.match.is_grounded`)."""
         ext = result.external_knowledge
         return (
-            self.settings.reader_judge
-            and bool(result.knowledge_used)
+            bool(result.knowledge_used)
             and result.mode == Mode.CRAG.value
             and result.action is not Action.CORRECT
             and self._outside(result.in_domain)
@@ -392,7 +393,14 @@ class Pipeline:
         if on_knowledge is not None:
             on_knowledge(result)
         if self.generator is not None and result.not_found is None:
-            step = GenerationStep(self.generator, self.settings.max_tokens, result, judge=self._reader_judges(result))
+            unaided = self._unaided(result)
+            step = GenerationStep(
+                self.generator,
+                self.settings.max_tokens,
+                result,
+                judge=unaided and self.settings.reader_judge,
+                withhold=unaided and not self.settings.model_knowledge,
+            )
             step.generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

@@ -20,7 +20,8 @@ from typing import Callable, Sequence
 # 7: a title is shown once for consecutive knowledge items of one document.
 # 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
 # 9: no web strip, out of the evaluator's domain: a declined answer has the reader judge passages alone (:data:`JUDGE`).
-PROMPT_VERSION = 9
+# 10: no web strip, out of the evaluator's domain: an answer that what was read does not state is withheld.
+PROMPT_VERSION = 10
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "

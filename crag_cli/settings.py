@@ -300,11 +300,13 @@ class Settings(BaseModel):
     )
     model_knowledge: bool = setting(
         False,
-        "When nothing is read, answer from the model's own memory.",
+        "Answer from the model's memory when what is read states no answer.",
         "generator",
         answers=True,
         why="Nothing is read when no passage is retrieved or kept and the web gives nothing: the answer is then "
-        "a not-found line, or with this flag the model's own memory (the record's basis: model).",
+        "a not-found line, or with this flag the model's own memory (the record's basis: model). A question out of "
+        "the evaluator's domain that is not Correct and gets no web strip has an answer that the passages read do "
+        "not state (grounded: false) withheld as Not found, or with this flag given (docs/how-it-works.md).",
     )
     n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
     temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)

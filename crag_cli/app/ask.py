@@ -82,12 +82,17 @@ def answer_notes(result) -> list[str]:
     if result.judged:
         verdicts = ", ".join(f"{j['source']} {'yes' if j['answers'] else 'no'}" for j in result.judged)
         notes.append(f"note: the reader judged the passages one by one (does it answer the question?): {verdicts}")
-    if result.reader_answer is not None and result.not_found is not None:
+    if result.reader_answer is not None and result.not_found is not None and result.grounded is False:
+        notes.append(
+            f"note: the reader answered {result.reader_answer!r}, which the passages it read do not state "
+            "(--model-knowledge gives it)"
+        )
+    elif result.reader_answer is not None and result.not_found is not None:
         notes.append(f"note: the reader answered {result.reader_answer!r}, then said its reference does not state it")
     elif result.reader_answer is not None:
         notes.append(f"note: the reader answered {result.reader_answer!r}: given as the sentence asked for")
-    if result.grounded is False:
-        notes.append("note: the answer occurs nowhere in the knowledge it was given (grounded: false)")
+    if result.grounded is False and result.answer is not None:
+        notes.append("note: the knowledge it was given does not state the answer (grounded: false)")
     return notes
 
 

@@ -1,0 +1,62 @@
+"""Out of the evaluator's domain with no web knowledge, an answer that the passages read do not state is withheld:
+"Not found", the reader's words kept in the record (the default; ``--model-knowledge`` gives it)."""
+
+from conftest import fake_pipeline
+from crag_cli.actions import Thresholds
+from crag_cli.app.ask import answer_notes
+from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.records import to_record
+
+TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
+PASSAGES = [
+    "The session cookie is signed with the secret key.",
+    "Sessions expire after 2 weeks unless max_age is given.",
+]
+QUESTION = "How long does a session last by default?"
+
+
+def run(answer, domain=("capital",), web=None, check="Yes.", judge="Yes.", mode="crag", **settings):
+    """crag over PASSAGES with an evaluator that doubts them all, out of its domain unless ``domain`` says so."""
+    gen = FakeGenerator(answer, check=check, judge=judge)
+    ev = FakeEvaluator({}, default=-0.9, domain=list(domain))
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, task="docqa", **settings)
+    streamed: list[str] = []
+    return pipe.run(QUESTION, mode=mode, on_token=streamed.append), "".join(streamed)
+
+
+def test_an_answer_the_passages_do_not_state_is_not_found_and_nothing_streams():
+    result, streamed = run("Sessions last one hour by default.")
+    record = to_record(result)
+    assert record["answer"] is None and record["basis"] == "none" and streamed == ""
+    assert record["not_found"] == (
+        "Not found in the indexed documents: the reader's answer is not stated in the 2 passages it read."
+    )
+    assert record["reader_answer"] == "Sessions last one hour by default." and record["grounded"] is False
+    assert any("which the passages it read do not state" in n for n in answer_notes(result))
+
+
+def test_a_stated_answer_stands_even_as_a_sentence_that_restates_the_question():
+    for answer in ("2 weeks", "A session lasts 2 weeks by default."):
+        result, streamed = run(answer)
+        assert result.answer == answer == streamed and result.grounded is True and result.not_found is None
+
+
+def test_the_answer_is_given_with_model_knowledge_in_the_domain_with_web_strips_and_in_plain_rag():
+    unstated = "Sessions last one hour by default."
+    for result, streamed in (
+        run(unstated, model_knowledge=True),
+        run(unstated, domain=("session",)),  # in the evaluator's domain
+        run(unstated, web=FakeWeb(["Cookies are signed with a key."], score=-0.9)),  # the web gave strips
+        run(unstated, mode="rag"),
+    ):
+        assert result.answer == unstated == streamed and result.grounded is False and result.not_found is None
+        assert "grounded: false" in answer_notes(result)[-1]
+    result, _ = run(unstated, web=FakeWeb([]))  # a web stage that finds nothing: no web strip
+    assert result.answer is None and result.reader_answer == unstated
+
+
+def test_an_answer_read_from_the_one_passage_judged_is_withheld_when_that_passage_does_not_state_it():
+    # the check declines the answer over both; the judge says yes to the first passage, which does not say 2 weeks
+    result, _ = run(["2 weeks", "2 weeks"], check="No.", judge="Yes.")
+    assert [j["answers"] for j in result.judged] == [True] and result.answer is None
+    assert result.reader_answer == "2 weeks" and "not stated in the 1 passage it read" in result.not_found
