@@ -249,18 +249,19 @@ def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_groundi
     assert pipe.run("Tell me about Ole Krarup.", mode="rag", task="bio").grounded is None  # not a short answer
 
 
-def test_batch_summary_counts_answers_not_found_in_their_knowledge():
+def test_batch_summary_counts_answers_given_that_their_knowledge_does_not_state():
     from crag_cli.batch import Summary
 
     s = Summary()
     for rec in (
         {"action": "correct", "grounded": True, "correct": True},
-        {"action": "ambiguous", "grounded": False, "correct": False},
+        {"action": "ambiguous", "grounded": False, "correct": False, "answer": "a sailor"},
+        {"action": "ambiguous", "grounded": False, "answer": None, "basis": "none"},  # withheld: not found
         {"mode": "no-retrieval", "grounded": None},
     ):
         s.add(rec)
-    assert s.ungrounded == 1 and s.to_dict()["ungrounded"] == 1
-    assert "1 answer(s) not found in their knowledge (grounded: false)" in s.line()
+    assert s.ungrounded == 1 and s.to_dict()["ungrounded"] == 1 and s.not_found == 1
+    assert "1 answer(s) their knowledge does not state (grounded: false)" in s.line()
 
 
 def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():

@@ -42,7 +42,7 @@ class Summary:
             self.errors += 1
         else:
             self.actions[rec.get("action") or rec.get("mode") or "answered"] += 1
-        if rec.get("grounded") is False:
+        if rec.get("grounded") is False and rec.get("answer") is not None:  # given; a withheld one is not found
             self.ungrounded += 1
         self.not_found += rec.get("basis") == "none"
         self.doubted += bool(rec.get("doubted"))
@@ -78,7 +78,7 @@ class Summary:
         if self.from_model:
             parts.append(f"{self.from_model} answered from the model's memory (nothing read)")
         if self.ungrounded:
-            parts.append(f"{self.ungrounded} answer(s) not found in their knowledge (grounded: false)")
+            parts.append(f"{self.ungrounded} answer(s) their knowledge does not state (grounded: false)")
         if self.graded:
             parts.append(f"accuracy {self.correct}/{self.graded} = {self.correct / self.graded:.1%}")
         if self.answered_now:
