@@ -1,11 +1,16 @@
 """Out of the evaluator's domain with no web knowledge, an answer that the passages read do not state is withheld:
 "Not found", the reader's words kept in the record (the default; ``--model-knowledge`` gives it)."""
 
+import json
+
+import pytest
+
 from conftest import fake_pipeline
 from crag_cli.actions import Thresholds
 from crag_cli.app.ask import answer_notes
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from crag_cli.records import to_record
+from test_cli import invoke
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
 PASSAGES = [
@@ -60,3 +65,18 @@ def test_an_answer_read_from_the_one_passage_judged_is_withheld_when_that_passag
     result, _ = run(["2 weeks", "2 weeks"], check="No.", judge="Yes.")
     assert [j["answers"] for j in result.judged] == [True] and result.answer is None
     assert result.reader_answer == "2 weeks" and "not stated in the 1 passage it read" in result.not_found
+
+
+@pytest.mark.slow
+def test_ask_with_the_tiny_model_gives_no_answer_that_its_passages_do_not_state(built_index, tiny_gguf):
+    """The plumbing on a real (tiny, random) model, web off, out of the evaluator's domain: an answer given is
+    grounded in what it was read from; one that is not is withheld, its words kept, and --model-knowledge gives it."""
+    common = ("ask", "What is the population of Berlin?", "--index", built_index, "--model", tiny_gguf)
+    rec = json.loads(invoke(*common, "--max-tokens", "4", "--json").stdout)
+    assert rec["in_domain"] is False and rec["external_knowledge"]["strips"] == []
+    if rec["answer"] is not None:
+        assert rec["grounded"] is True
+    elif rec["judged"] is None or any(j["answers"] for j in rec["judged"]):  # read, then withheld
+        assert rec["grounded"] is False and rec["reader_answer"] and "not stated" in rec["not_found"]
+        given = json.loads(invoke(*common, "--max-tokens", "4", "--model-knowledge", "--json").stdout)
+        assert given["answer"] == rec["reader_answer"] and given["grounded"] is False
