@@ -85,7 +85,8 @@ class FakeEvaluator:
 
 @dataclass
 class FakeWeb:
-    """A web stage that always finds ``texts`` (one strip each, scored ``score``, ranked in order)."""
+    """A web stage that always finds ``texts`` (a page and one strip each, scored ``score``, ranked in order); when
+    ``unread`` says none can be read, the pages stay fetched and no strip is made, as the real stage does."""
 
     texts: Sequence[str] = ()
     score: float = 0.0
@@ -94,10 +95,12 @@ class FakeWeb:
 
     def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge:
         self.queries.append(question)
+        urls = [f"https://example.org/{i}" for i in range(len(self.texts))]
+        pages = [{"url": u, "status": 200, "error": None, "chars": len(t)} for u, t in zip(urls, self.texts)]
         if unread is not None and unread(list(self.texts)):
-            return ExternalKnowledge(backend="fake", query=question)
-        strips = [Strip(t, f"https://example.org/{i}", "", (i, 0), self.score, i) for i, t in enumerate(self.texts)]
-        return ExternalKnowledge(backend="fake", query=question, strips=strips)
+            return ExternalKnowledge(backend="fake", query=question, pages=pages)
+        strips = [Strip(t, u, "", (i, 0), self.score, i) for i, (u, t) in enumerate(zip(urls, self.texts))]
+        return ExternalKnowledge(backend="fake", query=question, pages=pages, strips=strips)
 
 
 class FakeGenerator:

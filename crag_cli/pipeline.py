@@ -226,7 +226,8 @@ class Pipeline:
 
     def _unaided(self, result: Result) -> bool:
         """Whether the answer rests on the evaluator's doubted passages alone: in crag mode, a question out of the
-        evaluator's domain that is not Correct and has no web strip (the web off, failed or empty). There the
+        evaluator's domain that is not Correct and got nothing from the web (the web off, failed or empty: no page
+        fetched, no strip; pages that the reading left unread for the passages count as the web's). There the
         evaluator's scores prove nothing (AUC 0.62 on COVID-QA) and no other source corrects them, so the reader
         answers under two guards (docs/how-it-works.md, "The reader as evaluator"): with ``reader_judge``, when its
         check declines its answer, it judges the knowledge one item at a time (:meth:`GenerationStep.one_by_one`);
@@ -238,7 +239,7 @@ class Pipeline:
             and result.mode == Mode.CRAG.value
             and result.action is not Action.CORRECT
             and self._outside(result.in_domain)
-            and not (ext is not None and ext.strips)
+            and not (ext is not None and (ext.strips or ext.pages))
         )
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:

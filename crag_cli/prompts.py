@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 # 7: a title is shown once for consecutive knowledge items of one document.
 # 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
 # 9: no web strip, out of the evaluator's domain: a declined answer has the reader judge passages alone (:data:`JUDGE`).
-# 10: no web strip, out of the evaluator's domain: an answer that what was read does not state is withheld.
+# 10: nothing from the web, out of the evaluator's domain: an answer that what was read does not state is withheld.
 PROMPT_VERSION = 10
 
 SYSTEM = (

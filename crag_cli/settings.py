@@ -293,7 +293,7 @@ class Settings(BaseModel):
         ("--reader-judge/--no-reader-judge",),
         answers=True,
         why="A question out of the evaluator's domain (such as one about your own documents) that is not Correct "
-        "and gets no web strip (the web off, failed or empty), whose answer over all the passages read the "
+        "and gets nothing from the web (the web off, failed or empty), whose answer over all the passages read the "
         "reader's check declines: the reader is asked of each passage, alone and in reading order, whether it "
         "answers the question, and answers from the first it says yes to; no to all is Not found. "
         "--no-reader-judge: the declined answer is Not found (docs/how-it-works.md).",
@@ -305,7 +305,7 @@ class Settings(BaseModel):
         answers=True,
         why="Nothing is read when no passage is retrieved or kept and the web gives nothing: the answer is then "
         "a not-found line, or with this flag the model's own memory (the record's basis: model). A question out of "
-        "the evaluator's domain that is not Correct and gets no web strip has an answer that the passages read do "
+        "the evaluator's domain that is not Correct and gets nothing from the web has an answer that the passages read do "
         "not state (grounded: false) withheld as Not found, or with this flag given (docs/how-it-works.md).",
     )
     n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)

@@ -9,6 +9,7 @@ from conftest import fake_pipeline
 from crag_cli.actions import Thresholds
 from crag_cli.app.ask import answer_notes
 from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.reading import Evidence, Reading
 from crag_cli.records import to_record
 from test_cli import invoke
 
@@ -20,11 +21,21 @@ PASSAGES = [
 QUESTION = "How long does a session last by default?"
 
 
-def run(answer, domain=("capital",), web=None, check="Yes.", judge="Yes.", mode="crag", **settings):
+class PassagesOnly:
+    """A reading policy that reads the passages and leaves the web's strips unread."""
+
+    def read(self, evidence: Evidence) -> Reading:
+        return Reading(evidence.internal, "the passages")
+
+    def web_unread(self, internal, web_supports) -> bool:
+        return False
+
+
+def run(answer, domain=("capital",), web=None, check="Yes.", judge="Yes.", mode="crag", reading=None, **settings):
     """crag over PASSAGES with an evaluator that doubts them all, out of its domain unless ``domain`` says so."""
     gen = FakeGenerator(answer, check=check, judge=judge)
     ev = FakeEvaluator({}, default=-0.9, domain=list(domain))
-    pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, task="docqa", **settings)
+    pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, reading=reading, task="docqa", **settings)
     streamed: list[str] = []
     return pipe.run(QUESTION, mode=mode, on_token=streamed.append), "".join(streamed)
 
@@ -46,7 +57,7 @@ def test_a_stated_answer_stands_even_as_a_sentence_that_restates_the_question():
         assert result.answer == answer == streamed and result.grounded is True and result.not_found is None
 
 
-def test_the_answer_is_given_with_model_knowledge_in_the_domain_with_web_strips_and_in_plain_rag():
+def test_the_answer_is_given_with_model_knowledge_in_the_domain_with_web_knowledge_and_in_plain_rag():
     unstated = "Sessions last one hour by default."
     for result, streamed in (
         run(unstated, model_knowledge=True),
@@ -56,7 +67,11 @@ def test_the_answer_is_given_with_model_knowledge_in_the_domain_with_web_strips_
     ):
         assert result.answer == unstated == streamed and result.grounded is False and result.not_found is None
         assert "grounded: false" in answer_notes(result)[-1]
-    result, _ = run(unstated, web=FakeWeb([]))  # a web stage that finds nothing: no web strip
+    # pages fetched, their strips left unread for the passages: the web had knowledge, the answer stands
+    result, streamed = run(unstated, web=FakeWeb(["Cookies."], score=-0.9), reading=PassagesOnly())
+    assert result.external_knowledge.pages and result.external_knowledge.strips == []
+    assert result.answer == unstated == streamed and result.grounded is False
+    result, _ = run(unstated, web=FakeWeb([]))  # a web stage that finds nothing: no page, no strip
     assert result.answer is None and result.reader_answer == unstated
 
 
