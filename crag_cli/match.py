@@ -11,7 +11,7 @@ import string
 from typing import Sequence
 
 _ARTICLES = ("a ", "an ", "the ")
-_EDGE = string.punctuation + "\u2018\u2019\u201c\u201d "
+_EDGE = string.punctuation.replace("_", "") + "\u2018\u2019\u201c\u201d "  # "_": a name's (``__init__``)
 STOP_WORDS = frozenset(
     "a an the of in on at to for and or by with from as is was are were be been his her their its "
     "he she they it this that who which".split()
@@ -66,8 +66,8 @@ def holds_answer(text: str, answers: Sequence[str], whole_word: bool = True) -> 
 def normalise_answer(answer: str) -> str:
     """A short answer without surrounding quotes and punctuation or a leading article.
 
-    >>> normalise_answer('"The Beatles."')
-    'Beatles'
+    >>> normalise_answer('"The Beatles."'), normalise_answer("`__version__.py`")
+    ('Beatles', '__version__.py')
     """
     text = " ".join(answer.split()).strip(_EDGE)
     low = text.lower()
@@ -118,13 +118,14 @@ def is_grounded(answer: str, texts: Sequence[str], question: str = "", missing: 
 
     True when the normalised answer (see :func:`normalise_answer`) occurs in one of ``texts`` as whole words, or
     when the answer's own words (its words that are not stop words, less the question's) occur together in one
-    sentence of one text (:func:`crag_cli.corpus.split_sentences`), all but one in ``missing`` of them ("The
-    `is_redirect` property tells me whether it is a redirect" is grounded by "`.is_redirect` - **bool**" for
-    "Which property tells me whether it is a redirect?"; "Conservative politician" by "a Conservative Party
-    politician"). An answer's word is the question's when their English Snowball stems (PyStemmer, as BM25's)
-    are one ("lasts" for "last"). A version or decimal number is one word
-    ("1.2" is not grounded by "1" and "2"). An empty answer, an answer without words of its own that the texts do
-    not hold as a phrase, or no texts: not grounded.
+    sentence of one text (:func:`crag_cli.corpus.split_sentences`) that holds a word of the question too (a
+    number that happens to occur elsewhere does not ground an answer), all but one in ``missing`` of them. "The
+    `is_redirect` property says whether it is a redirect" is grounded by "`.is_redirect` - a redirect?" for
+    "Which property says whether a response is a redirect?"; "Conservative politician" by "a Conservative Party
+    politician". An answer's word is the question's when their English Snowball stems (PyStemmer, as BM25's)
+    are one ("lasts" for "last"). A version or decimal number is one word ("1.2" is not grounded by "1" and
+    "2"). An empty answer, an answer without words of its own that the texts do not hold as a phrase, or no
+    texts: not grounded.
 
     Parameters
     ----------
@@ -147,9 +148,12 @@ def is_grounded(answer: str, texts: Sequence[str], question: str = "", missing: 
     False
     >>> is_grounded("Up to 100 connections by default.", texts, "Up to how many connections by default?")
     True
-    >>> is_grounded("The `is_redirect` property tells me whether it is a redirect.", ["* `.is_redirect` - **bool**"],
-    ...             "Which property tells me whether it is a redirect?")
+    >>> is_grounded("The `is_redirect` property says whether it is a redirect.", ["`.is_redirect` - a redirect?"],
+    ...             "Which property says whether a response is a redirect?")
     True
+    >>> is_grounded("The `is_redirect` property says whether it is a redirect.", ["* `.is_redirect` - **bool**"],
+    ...             "Which property says whether a response is a redirect?")  # no word of the question there
+    False
     """
     answer = normalise_answer(answer)
     if not answer or not texts:
@@ -163,7 +167,12 @@ def is_grounded(answer: str, texts: Sequence[str], question: str = "", missing: 
     from .corpus import split_sentences
 
     allowed = len(own) // missing
-    return any(len(own - set(_words(sentence))) <= allowed for text in texts for sentence in split_sentences(text))
+
+    def states(sentence: str) -> bool:
+        words = _words(sentence)
+        return len(own - set(words)) <= allowed and (not asked or not asked.isdisjoint(_stemmer().stemWords(words)))
+
+    return any(states(sentence) for text in texts for sentence in split_sentences(text))
 
 
 @functools.cache

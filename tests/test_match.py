@@ -31,13 +31,25 @@ def test_normalise_answer_strips_quotes_punctuation_and_articles():
     assert normalise_answer("...") == ""
 
 
-def test_grounded_needs_the_answer_or_all_its_content_words_in_one_text():
+def test_grounded_needs_the_answer_or_its_own_words_in_one_sentence():
     texts = ["Henry Feilden was a Conservative Party politician.", "He lived in Lancashire."]
     assert is_grounded("a Conservative Party politician", texts)
     assert is_grounded("Conservative politician", texts)  # every content word, same text
     assert not is_grounded("Lancashire politician", texts)  # words spread over two texts
     assert not is_grounded("seal hunter", texts)
     assert not is_grounded("", texts) and not is_grounded("politician", [])
+    # a sentence answer is judged by the words it adds to the question, in one sentence of one text
+    docs = [
+        "Limits. The pool opens at most 100 connections. Sessions last 2 weeks.",
+        "The version is in httpx/__version__.py.",
+    ]
+    question = "How many connections does the pool open at most?"
+    assert is_grounded("The pool opens at most 100 connections.", docs, question)
+    assert not is_grounded("The pool opens at most 2 connections.", docs, question)
+    assert not is_grounded("The pool opens 100 connections for 2 weeks.", docs, question)  # two sentences' words
+    assert not is_grounded("The pool opens at most connections.", docs, question)  # adds nothing
+    assert is_grounded("`__version__.py`", docs, "Which file holds the version?")  # a name's underscores stay
+    assert is_grounded("TLS 1.2 only", ["Only TLS 1.2 is used."]) and not is_grounded("TLS 1.2", ["TLS 1.1 or 2"])
     assert contains_phrase("Politician", "politician") and not contains_phrase("politicians", "politician")
 
 
