@@ -93,7 +93,8 @@ def test_ask_reads_the_passage_that_answers(two_files, tmp_path, tiny_gguf):
     assert invoke("index", two_files, "--index", tmp_path / "ix").exit_code == 0
     r = invoke("ask", CITY, "--index", tmp_path / "ix", "--model", tiny_gguf, "--max-tokens", "4", "--json")
     rec = json.loads(r.stdout)
-    assert r.exit_code == 0 and rec["basis"] == "knowledge"
+    # the tiny model's random answer is given from the knowledge, or withheld as not stated in it
+    assert r.exit_code == 0 and (rec["basis"] == "knowledge" or (rec["grounded"] is False and rec["reader_answer"]))
     read = [k["text"] for k in rec["internal_knowledge"] or []]
     assert any("Lisbon" in t for t in read)
 
