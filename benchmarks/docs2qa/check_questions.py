@@ -19,14 +19,14 @@ Hard checks (FAIL):
 Soft checks (WARN): an answer span that also occurs in the question.
 """
 
-import collections
-import json
-import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import docs_questions as dq  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
-DOCS = HERE / "docs"
 
 # Unanswerable questions: regexes (case-insensitive) that must NOT match any doc.
 # They encode the key terms an answer would have to contain.
@@ -76,138 +76,31 @@ WEB_ABSENT = {
     "docs2qa-120": r"header size|max_header",
 }
 
-FIELDS = ["id", "question", "answers", "doc", "answerable", "answer_in_local", "answer_in_web", "split"]
 
-
-def norm_ws(s):
-    return re.sub(r"\s+", " ", s)
-
-
-def strip_md(s):
-    return norm_ws(s.replace("`", "").replace("*", ""))
-
-
-def span_re(span):
-    return re.compile(r"(?<!\w)" + re.escape(norm_ws(span.strip())) + r"(?!\w)", re.I)
-
-
-def load(name):
-    with open(HERE / name, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+def split_error(i, r):
+    if r.get("split") != "heldout":
+        return f"{r.get('id')}: split {r.get('split')!r} != 'heldout' (the whole set is held out)"
 
 
 def main():
     fails, warns = [], []
-    rows = load("questions.jsonl")
-    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted(DOCS.glob("*.md"))}
-    web_text = (HERE / "web.jsonl").read_text(encoding="utf-8")
-    web_rows = [json.loads(line) for line in web_text.splitlines() if line.strip()]
-    web_joined = "\n".join(r["text"] for r in web_rows)
-
-    ids = [r.get("id") for r in rows]
-    for qid, c in collections.Counter(ids).items():
-        if c > 1:
-            fails.append(f"duplicate id {qid}")
-    for r in rows:
-        missing = [f for f in FIELDS if f not in r]
-        if missing:
-            fails.append(f"{r.get('id')}: missing fields {missing}")
-        if r.get("split") != "heldout":
-            fails.append(f"{r.get('id')}: split {r.get('split')!r} != 'heldout' (the whole set is held out)")
+    rows = dq.load_jsonl(HERE / "questions.jsonl")
+    docs, web_rows, web_joined = dq.load_sources(HERE)
+    dq.check_rows(rows, fails, split_error)
 
     # split files: all three hold the same rows
     for name in ("questions.heldout.jsonl", "questions.dev.jsonl"):
-        if load(name) != rows:
+        if dq.load_jsonl(HERE / name) != rows:
             fails.append(f"{name} differs from questions.jsonl")
     if (HERE / "questions.diagnosis.jsonl").exists():
         fails.append("questions.diagnosis.jsonl exists, but this set has no diagnosis part")
 
-    stripped_only, per_file = [], collections.Counter()
-    for r in rows:
-        qid = r["id"]
-        if r["answerable"]:
-            if not (r["answer_in_local"] is True and r["doc"] and r["answers"]):
-                fails.append(f"{qid}: answerable row needs doc, answers, answer_in_local=true")
-                continue
-            if r["doc"] not in docs:
-                fails.append(f"{qid}: doc {r['doc']} not in docs/")
-                continue
-            per_file[r["doc"]] += 1
-            raw, stripped = norm_ws(docs[r["doc"]]), strip_md(docs[r["doc"]])
-            for a in r["answers"]:
-                n_words = len(a.split())
-                if not 1 <= n_words <= 6:
-                    fails.append(f"{qid}: answer {a!r} has {n_words} words")
-                if not re.search(r"[A-Za-z0-9]", a):
-                    fails.append(f"{qid}: answer {a!r} has no letter or digit")
-                rx = span_re(a)
-                if rx.search(raw):
-                    pass
-                elif rx.search(stripped):
-                    stripped_only.append(f"{qid}: {a!r} in {r['doc']}")
-                else:
-                    fails.append(f"{qid}: answer {a!r} not found in {r['doc']}")
-                if rx.search(r["question"]):
-                    warns.append(f"{qid}: answer {a!r} also occurs in the question")
-        else:
-            if r["answers"] or r["doc"] is not None or r["answer_in_local"]:
-                fails.append(f"{qid}: unanswerable row must have answers=[], doc=null, answer_in_local=false")
-            pats = ABSENT.get(qid)
-            if not pats:
-                fails.append(f"{qid}: no ABSENT key terms recorded")
-            for p in pats or []:
-                for name, text in docs.items():
-                    m = re.search(p, text, re.I)
-                    if m:
-                        fails.append(f"{qid}: key term /{p}/ found in {name}: {m.group(0)!r}")
-            if r["answer_in_web"]:
-                pats = WEB.get(qid)
-                if not pats:
-                    fails.append(f"{qid}: answer_in_web=true but no WEB evidence recorded")
-                for p in pats or []:
-                    if not re.search(p, web_joined, re.I):
-                        fails.append(f"{qid}: WEB evidence /{p}/ not in web.jsonl")
-            else:
-                if qid in WEB:
-                    fails.append(f"{qid}: WEB evidence recorded but answer_in_web=false")
-                p = WEB_ABSENT.get(qid)
-                if p and re.search(p, web_joined, re.I):
-                    fails.append(f"{qid}: /{p}/ found in web.jsonl although answer_in_web=false")
-
-    n_ans = sum(r["answerable"] for r in rows)
-    n_un = len(rows) - n_ans
-    n_web = sum(1 for r in rows if r["answer_in_web"])
-    if n_ans < 48:
-        fails.append(f"only {n_ans} answerable (< 48)")
-    if n_un < 16:
-        fails.append(f"only {n_un} unanswerable (< 16)")
-    if n_web < 4:
-        fails.append(f"only {n_web} answer_in_web (< 4)")
-    if len(per_file) < 15:
-        fails.append(f"answerable questions cover only {len(per_file)} files (< 15)")
-    for f, c in per_file.items():
-        if c > 6:
-            fails.append(f"{f} has {c} questions (> 6)")
+    stripped_only, per_file = dq.check_content(rows, docs, web_joined, ABSENT, WEB, WEB_ABSENT, fails, warns)
+    counts = dq.check_counts(rows, per_file, fails, min_answerable=48, min_unanswerable=16, min_web=4, max_per_file=6)
 
     # summary
-    print(f"docs: {len(docs)} files, {sum(len(t.split()) for t in docs.values())} words")
-    print(f"web:  {len(web_rows)} rows, {len({r['title'] for r in web_rows})} pages")
-    print(
-        f"questions: {len(rows)} ({n_ans} answerable, {n_un} unanswerable, "
-        f"{n_web} unanswerable-but-in-web); split: all heldout"
-    )
-    print(f"files with questions: {len(per_file)} of {len(docs)}; max per file: {max(per_file.values())}")
-    for f, c in sorted(per_file.items(), key=lambda x: (-x[1], x[0])):
-        print(f"  {c}  {f}")
-    print(f"answers matching only after stripping backticks/asterisks: {len(stripped_only)}")
-    for s in stripped_only:
-        print(f"  stripped-only: {s}")
-    for w in warns:
-        print(f"WARN {w}")
-    for f in fails:
-        print(f"FAIL {f}")
-    print("OK" if not fails else f"{len(fails)} failure(s)")
-    return 1 if fails else 0
+    dq.print_head(docs, web_rows, rows, counts, suffix="; split: all heldout")
+    return dq.print_tail(docs, per_file, stripped_only, warns, fails)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,12 @@ to questions.jsonl, questions.heldout.jsonl and questions.dev.jsonl (the
 default file name read by a tool).
 """
 
-import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import docs_questions as dq  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -502,45 +506,9 @@ UNANSWERABLE = [
 
 
 def main():
-    rows = []
-    n = 0
-    for doc, q, ans in ANSWERABLE:
-        n += 1
-        rows.append(
-            {
-                "id": f"docs2qa-{n:03d}",
-                "question": q,
-                "answers": ans,
-                "doc": doc,
-                "answerable": True,
-                "answer_in_local": True,
-                "answer_in_web": False,
-                "split": "heldout",
-            }
-        )
-    for q, web in UNANSWERABLE:
-        n += 1
-        rows.append(
-            {
-                "id": f"docs2qa-{n:03d}",
-                "question": q,
-                "answers": [],
-                "doc": None,
-                "answerable": False,
-                "answer_in_local": False,
-                "answer_in_web": web,
-                "split": "heldout",
-            }
-        )
-
-    def write(name, rs):
-        with open(HERE / name, "w", encoding="utf-8") as fh:
-            for r in rs:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-    write("questions.jsonl", rows)
-    write("questions.heldout.jsonl", rows)
-    write("questions.dev.jsonl", rows)
+    rows = dq.make_rows("docs2qa", ANSWERABLE, UNANSWERABLE, lambda i: "heldout")
+    for name in ("questions.jsonl", "questions.heldout.jsonl", "questions.dev.jsonl"):
+        dq.write_jsonl(HERE / name, rows)
     print(f"wrote {len(rows)} questions")
 
 

@@ -22,14 +22,14 @@ Hard checks (FAIL):
 Soft checks (WARN): an answer span that also occurs in the question.
 """
 
-import collections
-import json
-import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import docs_questions as dq  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
-DOCS = HERE / "docs"
 
 # Unanswerable questions: regexes (case-insensitive unless scoped with (?-i:...))
 # that must NOT match any doc. They encode the key terms an answer would have to contain.
@@ -99,155 +99,48 @@ WEB_ABSENT = {
     "docs3qa-120": r"\bCOLUMNS\b",
 }
 
-FIELDS = ["id", "question", "answers", "doc", "answerable", "answer_in_local", "answer_in_web", "split"]
 SPLITS = ("diagnosis", "heldout")
 
 
-def norm_ws(s):
-    return re.sub(r"\s+", " ", s)
-
-
-def strip_md(s):
-    return norm_ws(s.replace("`", "").replace("*", ""))
-
-
-def span_re(span):
-    return re.compile(r"(?<!\w)" + re.escape(norm_ws(span.strip())) + r"(?!\w)", re.I)
-
-
-def load(name):
-    with open(HERE / name, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+def split_error(i, r):
+    want_split = "diagnosis" if i % 3 == 0 else "heldout"
+    if r.get("split") != want_split:
+        return f"{r.get('id')}: split {r.get('split')!r} != {want_split!r} (index {i})"
 
 
 def main():
     fails, warns = [], []
-    rows = load("questions.jsonl")
-    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted(DOCS.glob("*.md"))}
-    web_text = (HERE / "web.jsonl").read_text(encoding="utf-8")
-    web_rows = [json.loads(line) for line in web_text.splitlines() if line.strip()]
-    web_joined = "\n".join(r["text"] for r in web_rows)
+    rows = dq.load_jsonl(HERE / "questions.jsonl")
+    docs, web_rows, web_joined = dq.load_sources(HERE)
 
     # ids, fields, splits
-    for i, r in enumerate(rows):
-        want_id = f"docs3qa-{i + 1:03d}"
-        if r.get("id") != want_id:
-            fails.append(f"row {i}: id {r.get('id')!r} != {want_id!r}")
-        missing = [f for f in FIELDS if f not in r]
-        if missing:
-            fails.append(f"{r.get('id')}: missing fields {missing}")
-        want_split = "diagnosis" if i % 3 == 0 else "heldout"
-        if r.get("split") != want_split:
-            fails.append(f"{r.get('id')}: split {r.get('split')!r} != {want_split!r} (index {i})")
-    for qid, c in collections.Counter(r.get("id") for r in rows).items():
-        if c > 1:
-            fails.append(f"duplicate id {qid}")
+    dq.check_rows(rows, fails, split_error, id_prefix="docs3qa")
 
     # split files
     by_split = {s: [r for r in rows if r.get("split") == s] for s in SPLITS}
     for s in SPLITS:
-        if load(f"questions.{s}.jsonl") != by_split[s]:
+        if dq.load_jsonl(HERE / f"questions.{s}.jsonl") != by_split[s]:
             fails.append(f"questions.{s}.jsonl differs from the {s} rows of questions.jsonl")
-    if load("questions.dev.jsonl") != by_split["diagnosis"]:
+    if dq.load_jsonl(HERE / "questions.dev.jsonl") != by_split["diagnosis"]:
         fails.append("questions.dev.jsonl differs from the diagnosis rows")
     for s in SPLITS:
         kinds = {r["answerable"] for r in by_split[s]}
         if kinds != {True, False}:
             fails.append(f"split {s} lacks answerable or unanswerable rows")
 
-    stripped_only, per_file = [], collections.Counter()
-    for r in rows:
-        qid = r["id"]
-        if r["answerable"]:
-            if not (r["answer_in_local"] is True and r["doc"] and r["answers"]):
-                fails.append(f"{qid}: answerable row needs doc, answers, answer_in_local=true")
-                continue
-            if r["answer_in_web"]:
-                fails.append(f"{qid}: answerable row must have answer_in_web=false")
-            if r["doc"] not in docs:
-                fails.append(f"{qid}: doc {r['doc']} not in docs/")
-                continue
-            per_file[r["doc"]] += 1
-            raw, stripped = norm_ws(docs[r["doc"]]), strip_md(docs[r["doc"]])
-            for a in r["answers"]:
-                n_words = len(a.split())
-                if not 1 <= n_words <= 6:
-                    fails.append(f"{qid}: answer {a!r} has {n_words} words")
-                if not re.search(r"[A-Za-z0-9]", a):
-                    fails.append(f"{qid}: answer {a!r} has no letter or digit")
-                rx = span_re(a)
-                if rx.search(raw):
-                    pass
-                elif rx.search(stripped):
-                    stripped_only.append(f"{qid}: {a!r} in {r['doc']}")
-                else:
-                    fails.append(f"{qid}: answer {a!r} not found in {r['doc']}")
-                if rx.search(r["question"]):
-                    warns.append(f"{qid}: answer {a!r} also occurs in the question")
-        else:
-            if r["answers"] or r["doc"] is not None or r["answer_in_local"]:
-                fails.append(f"{qid}: unanswerable row must have answers=[], doc=null, answer_in_local=false")
-            pats = ABSENT.get(qid)
-            if not pats:
-                fails.append(f"{qid}: no ABSENT key terms recorded")
-            for p in pats or []:
-                for name, text in docs.items():
-                    m = re.search(p, text, re.I)
-                    if m:
-                        fails.append(f"{qid}: key term /{p}/ found in {name}: {m.group(0)!r}")
-            if r["answer_in_web"]:
-                pats = WEB.get(qid)
-                if not pats:
-                    fails.append(f"{qid}: answer_in_web=true but no WEB evidence recorded")
-                for p in pats or []:
-                    if not re.search(p, web_joined, re.I):
-                        fails.append(f"{qid}: WEB evidence /{p}/ not in web.jsonl")
-            else:
-                if qid in WEB:
-                    fails.append(f"{qid}: WEB evidence recorded but answer_in_web=false")
-                p = WEB_ABSENT.get(qid)
-                if p and re.search(p, web_joined, re.I):
-                    fails.append(f"{qid}: /{p}/ found in web.jsonl although answer_in_web=false")
-    unknown = (set(ABSENT) | set(WEB) | set(WEB_ABSENT)) - {r["id"] for r in rows if not r["answerable"]}
-    for qid in sorted(unknown):
-        fails.append(f"{qid}: key terms recorded for a row that is not unanswerable")
-
-    n_ans = sum(r["answerable"] for r in rows)
-    n_un = len(rows) - n_ans
-    n_web = sum(1 for r in rows if r["answer_in_web"])
-    if n_ans < 96:
-        fails.append(f"only {n_ans} answerable (< 96)")
-    if n_un < 24:
-        fails.append(f"only {n_un} unanswerable (< 24)")
-    if n_web < 4:
-        fails.append(f"only {n_web} answer_in_web (< 4)")
-    if len(per_file) < 15:
-        fails.append(f"answerable questions cover only {len(per_file)} files (< 15)")
-    for f, c in per_file.items():
-        if c > 6:
-            fails.append(f"{f} has {c} questions (> 6)")
+    stripped_only, per_file = dq.check_content(
+        rows, docs, web_joined, ABSENT, WEB, WEB_ABSENT, fails, warns, strict=True
+    )
+    counts = dq.check_counts(rows, per_file, fails, min_answerable=96, min_unanswerable=24, min_web=4, max_per_file=6)
 
     # summary
-    print(f"docs: {len(docs)} files, {sum(len(t.split()) for t in docs.values())} words")
-    print(f"web:  {len(web_rows)} rows, {len({r['title'] for r in web_rows})} pages")
-    print(f"questions: {len(rows)} ({n_ans} answerable, {n_un} unanswerable, {n_web} unanswerable-but-in-web)")
+    dq.print_head(docs, web_rows, rows, counts)
     for s in SPLITS:
         rs = by_split[s]
         a = sum(r["answerable"] for r in rs)
         w = sum(1 for r in rs if r["answer_in_web"])
         print(f"  {s}: {len(rs)} ({a} answerable, {len(rs) - a} unanswerable, {w} in web)")
-    print(f"files with questions: {len(per_file)} of {len(docs)}; max per file: {max(per_file.values())}")
-    for f, c in sorted(per_file.items(), key=lambda x: (-x[1], x[0])):
-        print(f"  {c}  {f}")
-    print(f"answers matching only after stripping backticks/asterisks: {len(stripped_only)}")
-    for s in stripped_only:
-        print(f"  stripped-only: {s}")
-    for w in warns:
-        print(f"WARN {w}")
-    for f in fails:
-        print(f"FAIL {f}")
-    print("OK" if not fails else f"{len(fails)} failure(s)")
-    return 1 if fails else 0
+    return dq.print_tail(docs, per_file, stripped_only, warns, fails)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,12 @@ questions.heldout.jsonl and questions.dev.jsonl (= the diagnosis rows, the
 default file name read by a tool).
 """
 
-import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import docs_questions as dq  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -522,44 +526,12 @@ def split_of(index):
 
 
 def main():
-    rows = []
-    for doc, q, ans in ANSWERABLE:
-        rows.append(
-            {
-                "id": f"docs3qa-{len(rows) + 1:03d}",
-                "question": q,
-                "answers": ans,
-                "doc": doc,
-                "answerable": True,
-                "answer_in_local": True,
-                "answer_in_web": False,
-                "split": split_of(len(rows)),
-            }
-        )
-    for q, web in UNANSWERABLE:
-        rows.append(
-            {
-                "id": f"docs3qa-{len(rows) + 1:03d}",
-                "question": q,
-                "answers": [],
-                "doc": None,
-                "answerable": False,
-                "answer_in_local": False,
-                "answer_in_web": web,
-                "split": split_of(len(rows)),
-            }
-        )
-
-    def write(name, rs):
-        with open(HERE / name, "w", encoding="utf-8") as fh:
-            for r in rs:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
+    rows = dq.make_rows("docs3qa", ANSWERABLE, UNANSWERABLE, split_of)
     diagnosis = [r for r in rows if r["split"] == "diagnosis"]
-    write("questions.jsonl", rows)
-    write("questions.diagnosis.jsonl", diagnosis)
-    write("questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
-    write("questions.dev.jsonl", diagnosis)
+    dq.write_jsonl(HERE / "questions.jsonl", rows)
+    dq.write_jsonl(HERE / "questions.diagnosis.jsonl", diagnosis)
+    dq.write_jsonl(HERE / "questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
+    dq.write_jsonl(HERE / "questions.dev.jsonl", diagnosis)
     print(f"wrote {len(rows)} questions ({len(diagnosis)} diagnosis, {len(rows) - len(diagnosis)} heldout)")
 
 

@@ -9,9 +9,12 @@ everywhere). Within each stratum rows are ordered by sha256(id) (hex digest);
 the first ceil(n/2) go to "diagnosis", the rest to "heldout".
 """
 
-import hashlib
-import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import docs_questions as dq  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -436,67 +439,15 @@ UNANSWERABLE = [
 ]
 
 
-def stratum(r):
-    return "answerable" if r["answerable"] else ("web" if r["answer_in_web"] else "none")
-
-
-def assign_splits(rows):
-    """Stratified hash split; see module docstring. Also used by check_questions.py."""
-    out = {}
-    for st in ("answerable", "web", "none"):
-        ids = sorted((r["id"] for r in rows if stratum(r) == st), key=lambda i: hashlib.sha256(i.encode()).hexdigest())
-        half = (len(ids) + 1) // 2
-        for k, i in enumerate(ids):
-            out[i] = "diagnosis" if k < half else "heldout"
-    return out
-
-
 def main():
-    rows = []
-    n = 0
-    for doc, q, ans in ANSWERABLE:
-        n += 1
-        qid = f"docsqa-{n:03d}"
-        rows.append(
-            {
-                "id": qid,
-                "question": q,
-                "answers": ans,
-                "doc": doc,
-                "answerable": True,
-                "answer_in_local": True,
-                "answer_in_web": False,
-                "split": None,
-            }
-        )
-    for q, web in UNANSWERABLE:
-        n += 1
-        qid = f"docsqa-{n:03d}"
-        rows.append(
-            {
-                "id": qid,
-                "question": q,
-                "answers": [],
-                "doc": None,
-                "answerable": False,
-                "answer_in_local": False,
-                "answer_in_web": web,
-                "split": None,
-            }
-        )
-    splits = assign_splits(rows)
+    rows = dq.make_rows("docsqa", ANSWERABLE, UNANSWERABLE, lambda i: None)
+    splits = dq.hash_splits(rows)
     for r in rows:
         r["split"] = splits[r["id"]]
-
-    def write(name, rs):
-        with open(HERE / name, "w", encoding="utf-8") as fh:
-            for r in rs:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-    write("questions.jsonl", rows)
-    write("questions.dev.jsonl", rows)
-    write("questions.diagnosis.jsonl", [r for r in rows if r["split"] == "diagnosis"])
-    write("questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
+    dq.write_jsonl(HERE / "questions.jsonl", rows)
+    dq.write_jsonl(HERE / "questions.dev.jsonl", rows)
+    for sp in ("diagnosis", "heldout"):
+        dq.write_jsonl(HERE / f"questions.{sp}.jsonl", [r for r in rows if r["split"] == sp])
     print(f"wrote {len(rows)} questions")
 
 
