@@ -2,7 +2,7 @@
 
 A type has a ``name``, a ``version``, the ``suffixes`` it reads and
 ``read(path, rel)``, which gives the file's documents (:class:`DocumentType`).
-crag's own: ``text`` (``.txt``, ``.md``), ``html`` (``.html``, ``.htm``: the
+crag's own: ``text`` (``.txt``, ``.md``, ``.rst``), ``html`` (``.html``, ``.htm``: the
 main text through readability-lxml), ``jsonl`` (one document per line with
 ``id``, ``title``, ``text``), ``pdf`` and ``docx`` (:mod:`crag_cli.documents`).
 An installed package adds others through the entry point group
@@ -27,7 +27,7 @@ from typing import Callable, Collection, Protocol
 from . import bigtext, jsonl, plugins
 from .corpus import normalize_space
 from .documents import Document, read_docx, read_pdf
-from .titles import first_heading, first_line_title, markdown_title, text_title
+from .titles import first_heading, first_line_title, markdown_title, rst_title, text_title
 
 # Raised whenever one of crag's own types gives other text or titles for the same file, so that an index rebuilds
 # every file. 2: .txt titles from the first line; .pdf and .docx read.
@@ -98,18 +98,20 @@ def html_main_text(html: str) -> tuple[str, str]:
 
 
 def read_text_file(path: Path, rel: str, data: bytes) -> list[Document]:
-    """A text, Markdown or HTML file's document, from its bytes."""
+    """A text, Markdown, reStructuredText or HTML file's document, from its bytes."""
     text = data.decode("utf-8-sig")
     if path.suffix.lower() in HTML.suffixes:
         title, body = html_main_text(text)
         return [Document(id=rel, title=title or Path(rel).stem, text=body, source=rel)]
-    title = markdown_title(text) if path.suffix.lower() == ".md" else text_title(text)
+    titled = {".md": markdown_title, ".rst": rst_title}.get(path.suffix.lower(), text_title)
+    title = titled(text)
     return [Document(id=rel, title=title or Path(rel).stem, text=text, source=rel)]  # (the name: valid Unicode)
 
 
 def _big_text_file(path: Path, rel: str) -> list[Document]:
-    """A .txt or .md larger than :data:`crag_cli.bigtext.PIECE_BYTES`: titled as a whole read titles it, from its
-    first pieces (a first line or heading longer than a piece is no title), its text left on disk."""
+    """A .txt, .md or .rst larger than :data:`crag_cli.bigtext.PIECE_BYTES`: titled from its first pieces as a whole
+    read titles a .txt or .md (a .rst as a .txt; a first line or heading longer than a piece is no title), its text
+    left on disk."""
     markdown = path.suffix.lower() == ".md"
     title, has_text = (first_heading if markdown else first_line_title)(bigtext.text_pieces(path))
     return [Document(id=rel, title=title or Path(rel).stem, text="", source=rel, path=path if has_text else None)]
@@ -144,7 +146,7 @@ def _read_jsonl(path: Path, rel: str, skipped: list[tuple[str, str]], on_page: O
     return docs
 
 
-TEXT = BuiltinType("text", frozenset({".txt", ".md"}), _read_text)
+TEXT = BuiltinType("text", frozenset({".txt", ".md", ".rst"}), _read_text)
 HTML = BuiltinType("html", frozenset({".html", ".htm"}), _read_html)
 JSONL = BuiltinType("jsonl", frozenset({".jsonl"}), _read_jsonl)
 PDF = BuiltinType("pdf", frozenset({".pdf"}), lambda path, rel, skipped, on_page: read_pdf(path, rel, on_page, skipped))
@@ -221,5 +223,5 @@ def find(path: Path) -> Registered | None:
 
 
 def supported_text() -> str:
-    """The suffixes read, for messages: ``.docx .htm .html .jsonl .md .pdf .txt`` and the plugins'."""
+    """The suffixes read, for messages: ``.docx .htm .html .jsonl .md .pdf .rst .txt`` and the plugins'."""
     return " ".join(sorted(registry()))

@@ -48,7 +48,7 @@ class GenerationStep:
     """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
     what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error).
 
-    ``judge``: a declined answer has the reader judge the knowledge one item at a time (:meth:`one_by_one`);
+    ``judge``: a declined answer has the reader judge the first item of the knowledge alone (:meth:`judge_first`);
     ``withhold``: an answer that the knowledge it was read from does not state is no answer (:meth:`_withhold`).
     """
 
@@ -121,22 +121,22 @@ class GenerationStep:
         if given != answer:
             self.result.reader_answer, self.result.answer = answer, given
 
-    def one_by_one(self, items: list[KnowledgeItem], on_token) -> Generation | None:
+    def judge_first(self, items: list[KnowledgeItem], on_token) -> Generation | None:
         """The reader as the retrieval evaluator, once its check declined the answer it gave over all ``items``:
-        asked of each item alone, in reading order, whether it answers the question (:data:`crag_cli.prompts.JUDGE`);
-        the answer is read from the first it says yes to, alone, and is not checked again. When it says no to every
-        item the answer stays "Not found" (:func:`not_stated`).
+        asked of the first item (the strongest in reading order) alone whether it answers the question
+        (:data:`crag_cli.prompts.JUDGE`); when it says yes, the answer is read from that item alone and is not
+        checked again; when it says no the answer stays "Not found" (:func:`not_stated`). A later item is not asked:
+        no answer read from one was right on the docs folders measured (docs/benchmarks.md).
 
-        ``result.judged`` lists the items asked, each with the reader's verdict. ``prompt_tokens`` adds each
-        judge's prompt and, of the answer's, its last line (the rest is the judge's prompt, which the engine has
-        cached).
+        ``result.judged`` lists the item asked with the reader's verdict. ``prompt_tokens`` adds the judge's prompt
+        and, of the answer's, its last line (the rest is the judge's prompt, which the engine has cached).
         """
         result = self.result
         task = result.prompt_task or result.task
         before = result.prompt_tokens or 0
         result.judged, tokens = [], 0
         with Timer(result.timings, "judge"):
-            for item in items:
+            for item in items[:1]:
                 try:
                     reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
                 except Exception as exc:  # a model failure is this question's error, not the batch's
@@ -165,7 +165,7 @@ class GenerationStep:
 
         A ``docqa`` answer that stands is checked (:attr:`crag_cli.prompts.Task.check`) unless ``check`` is false:
         when the reader says the reference does not state it, it is no answer (:meth:`_declined`); a step made with
-        ``judge`` then has the reader judge the knowledge it read one item at a time (:meth:`one_by_one`). An answer
+        ``judge`` then has the reader judge the first item it read alone (:meth:`judge_first`). An answer
         that stands is ``grounded`` or not in the knowledge kept (:func:`crag_cli.match.is_grounded`); a step made
         with ``withhold`` gives none that is not (:meth:`_withhold`).
         An answer that may be asked again or quoted is not streamed piece by piece: once it stands it goes to
@@ -199,4 +199,4 @@ class GenerationStep:
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"
                 return None
-        return self.one_by_one(declined, on_token) if declined is not None and self.judge else gen
+        return self.judge_first(declined, on_token) if declined is not None and self.judge else gen

@@ -230,7 +230,7 @@ class Pipeline:
         fetched, no strip; pages that the reading left unread for the passages count as the web's). There the
         evaluator's scores prove nothing (AUC 0.62 on COVID-QA) and no other source corrects them, so the reader
         answers under two guards (docs/how-it-works.md, "The reader as evaluator"): with ``reader_judge``, when its
-        check declines its answer, it judges the knowledge one item at a time (:meth:`GenerationStep.one_by_one`);
+        check declines its answer, it judges the first passage it read alone (:meth:`GenerationStep.judge_first`);
         without ``model_knowledge``, an answer that what it read does not state is withheld
         (:func:`crag_cli.match.is_grounded`)."""
         ext = result.external_knowledge

@@ -21,7 +21,8 @@ from typing import Callable, Sequence
 # 8: a docqa answer is checked: the reader is asked whether the reference states it (``Task.check``).
 # 9: no web strip, out of the evaluator's domain: a declined answer has the reader judge passages alone (:data:`JUDGE`).
 # 10: nothing from the web, out of the evaluator's domain: an answer that what was read does not state is withheld.
-PROMPT_VERSION = 10
+# 11: the reader judges the first passage alone, not each in turn (:meth:`crag_cli.generation.GenerationStep.judge_first`).
+PROMPT_VERSION = 11
 
 SYSTEM = (
     "You answer questions. You may be given reference knowledge between <<<REFERENCE and REFERENCE>>> markers. "

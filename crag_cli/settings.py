@@ -288,14 +288,14 @@ class Settings(BaseModel):
     )
     reader_judge: bool = setting(
         True,
-        "No web, out of domain: a declined answer has the reader judge passages alone.",
+        "No web, off domain: a declined answer is read again from the first passage.",
         "generator",
         ("--reader-judge/--no-reader-judge",),
         answers=True,
         why="A question out of the evaluator's domain (such as one about your own documents) that is not Correct "
         "and gets nothing from the web (the web off, failed or empty), whose answer over all the passages read the "
-        "reader's check declines: the reader is asked of each passage, alone and in reading order, whether it "
-        "answers the question, and answers from the first it says yes to; no to all is Not found. "
+        "reader's check declines: the reader is asked of the first passage read, alone, whether it answers the "
+        "question, and answers from it when it says yes; no is Not found. "
         "--no-reader-judge: the declined answer is Not found (docs/how-it-works.md).",
     )
     model_knowledge: bool = setting(

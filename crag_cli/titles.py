@@ -25,6 +25,28 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
+_ADORNMENT = re.compile(r"""([=\-~^"'`#*+:._])\1{2,}""")  # a reStructuredText section title's under- or overline
+
+
+def rst_title(text: str) -> str | None:
+    """A reStructuredText text's first section title: the first non-blank line whose next line is a row of one
+    punctuation character (``===``, ``---``, ``~~~``...) at least as long; ``None`` when there is none.
+
+    Examples
+    --------
+    >>> rst_title(".. _tasks:\\n\\n===========\\nTask groups\\n===========\\n\\nA task group ...")
+    'Task groups'
+    >>> rst_title("Streams\\n-------\\ntext"), rst_title("Short\\n--\\ntext"), rst_title("no title here")
+    ('Streams', None, None)
+    """
+    lines = text.lstrip("\ufeff").splitlines()
+    for line, under in zip(lines, lines[1:]):
+        title = line.strip()
+        if title and not _ADORNMENT.fullmatch(title) and _ADORNMENT.fullmatch(under.strip()):
+            return title if len(under.strip()) >= len(title) else None
+    return None
+
+
 def text_title(text: str, max_words: int = 32) -> str | None:
     """A plain text's first non-blank line when it reads as a title, else ``None``.
 

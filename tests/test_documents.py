@@ -308,3 +308,19 @@ def test_a_word_file_with_a_missing_part_says_which(tmp_path):
     assert "skipped no-body.docx: a damaged Word file: missing word/document.xml" in r.stderr
     assert "skipped no-types.docx: a damaged Word file: missing [Content_Types].xml" in r.stderr
     assert "skipped text.docx: not a Word (.docx) file (not a zip archive)" in r.stderr
+
+
+def test_a_restructuredtext_file_is_indexed_with_its_section_title(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tasks.rst").write_text(
+        ".. _tasks:\n\n.. py:currentmodule:: anyio\n\nTask groups\n===========\n\n"
+        "A task group waits for all of its child tasks to finish before it exits.\n"
+    )
+    (docs / "notes.rst").write_text("Some notes without a section title.\nThe ferry leaves at noon.\n")
+    r = invoke("index", str(docs), "--index", str(tmp_path / "ix"))
+    assert r.exit_code == 0 and "skipped" not in r.stderr, r.output
+    index = BM25Index.load(tmp_path / "ix")
+    hit = index.search("child tasks finish", 1)[0].passage
+    assert (hit.source, hit.title) == ("tasks.rst", "Task groups")
+    assert index.search("ferry noon", 1)[0].passage.title == "notes"  # no section title: the file's name

@@ -1,6 +1,6 @@
 """The reader as the retrieval evaluator (``reader_judge``): out of the evaluator's domain with no web knowledge,
-an answer the reader's check declines is not yet "Not found": the reader is asked of each passage alone whether it
-answers the question, and answers from the first it says yes to.
+an answer the reader's check declines is not yet "Not found": the reader is asked of the first passage it read, alone,
+whether it answers the question, and answers from it when it says yes.
 """
 
 import json
@@ -17,8 +17,8 @@ from test_cli import invoke
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
 PASSAGES = [
-    "The session cookie is signed with the secret key.",
     "Sessions expire after 2 weeks unless max_age is given.",
+    "The session cookie is signed with the secret key.",
     "The pool opens at most 100 connections by default.",
 ]
 QUESTION = "How long does a session last by default?"
@@ -33,42 +33,38 @@ def run(judge, check="No.", domain=("capital",), web=None, answer=("Two weeks", 
     return pipe.run(QUESTION, on_token=streamed.append), gen, "".join(streamed)
 
 
-def test_a_declined_answer_is_read_again_from_the_first_passage_the_reader_says_answers_the_question():
-    result, gen, streamed = run(["No.", "Yes."])
+def test_a_declined_answer_is_read_again_from_the_first_passage_when_the_reader_says_it_answers_the_question():
+    result, gen, streamed = run("Yes.")
     assert result.action is Action.AMBIGUOUS and result.in_domain is False
     # first all three passages together, the answer checked and declined
     assert all(p in gen.messages[0][1]["content"] for p in PASSAGES) and gen.checks[0][1]["content"].endswith(CHECK)
-    # then one passage a prompt, in reading order, up to the first yes; the third is never asked
-    assert len(gen.judges) == 2 and all(m[1]["content"].endswith("\n" + JUDGE) for m in gen.judges)
-    assert [[p in m[1]["content"] for p in PASSAGES] for m in gen.judges] == [
-        [True, False, False],
-        [False, True, False],
-    ]
+    # then the first passage alone is judged; the others are never asked
+    assert len(gen.judges) == 1 and gen.judges[0][1]["content"].endswith("\n" + JUDGE)
+    assert [p in gen.judges[0][1]["content"] for p in PASSAGES] == [True, False, False]
     # the answer's prompt holds that passage alone and shares all but its last line with its judge's
     answer_prompt = gen.messages[1][1]["content"]
-    assert [p in answer_prompt for p in PASSAGES] == [False, True, False]
+    assert [p in answer_prompt for p in PASSAGES] == [True, False, False]
     assert answer_prompt.endswith(TASKS["docqa"].instruction)
-    assert answer_prompt.rsplit("\n", 1)[0] == gen.judges[1][1]["content"].rsplit("\n", 1)[0]
+    assert answer_prompt.rsplit("\n", 1)[0] == gen.judges[0][1]["content"].rsplit("\n", 1)[0]
     assert len(gen.checks) == 1 and len(gen.messages) == 2  # the new answer is not checked again
     assert result.answer == "2 weeks" == streamed and result.not_found is None and result.grounded is True
     record = to_record(result)
-    assert [j["answers"] for j in record["judged"]] == [False, True] and record["basis"] == "knowledge"
+    assert [j["answers"] for j in record["judged"]] == [True] and record["basis"] == "knowledge"
     assert record["checked"] == "No." and record["reader_answer"] is None
-    assert [k.text for k in result.knowledge_used] == [PASSAGES[1]]  # what the answer was read from
-    assert answer_notes(result)[0].startswith("note: the reader judged the passages one by one")
-    # every prompt counted: the first answer, the check's last line, both judges, the answer's last line
+    assert [k.text for k in result.knowledge_used] == [PASSAGES[0]]  # what the answer was read from
+    assert answer_notes(result)[0].startswith("note: the reader judged the first passage alone")
+    # every prompt counted: the first answer, the check's last line, the judge, the answer's last line
     first = gen.count_tokens(gen.messages[0]) + len(CHECK.split())
-    judged = sum(gen.count_tokens(m) for m in gen.judges)
-    assert result.prompt_tokens == first + judged + len(TASKS["docqa"].instruction.split())
+    assert result.prompt_tokens == first + gen.count_tokens(gen.judges[0]) + len(TASKS["docqa"].instruction.split())
 
 
-def test_no_to_every_passage_is_not_found_and_says_how_many_were_judged():
-    result, gen, streamed = run("No.")
-    assert len(gen.judges) == 3 and len(gen.messages) == 1 and streamed == ""
+def test_no_to_the_first_passage_is_not_found_and_no_later_passage_is_asked():
+    result, gen, streamed = run(["No.", "Yes."])
+    assert len(gen.judges) == 1 and len(gen.messages) == 1 and streamed == ""
     record = to_record(result)
     assert record["answer"] is None and record["basis"] == "none" and record["reader_answer"] == "Two weeks"
-    nf = "Not found in the indexed documents: the reader found no answer in the 3 passages it read."
-    assert record["not_found"] == nf and [j["answers"] for j in record["judged"]] == [False] * 3
+    nf = "Not found in the indexed documents: the reader found no answer in the 1 passage it read."
+    assert record["not_found"] == nf and [j["answers"] for j in record["judged"]] == [False]
     first = gen.count_tokens(gen.messages[0]) + len(CHECK.split())
     assert record["prompt_tokens"] == first + sum(gen.count_tokens(m) for m in gen.judges)
 
@@ -85,8 +81,8 @@ def test_the_reader_does_not_judge_an_answer_its_check_keeps_in_the_domain_with_
     gen = FakeGenerator("2 weeks", judge="Yes.", check="No.")
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, default=-0.9, domain=["capital"]), TH, gen)
     assert pipe.run(QUESTION, mode="rag", task="docqa").not_found is not None and gen.judges == []  # plain RAG
-    result, gen, _ = run(["No.", "Yes."], web=FakeWeb([]))  # a web stage that finds nothing: no web strip
-    assert len(gen.judges) == 2 and result.answer == "2 weeks"
+    result, gen, _ = run("Yes.", web=FakeWeb([]))  # a web stage that finds nothing: no web strip
+    assert len(gen.judges) == 1 and result.answer == "2 weeks"
 
 
 def test_a_judge_that_fails_is_the_questions_error():
@@ -105,7 +101,7 @@ def test_a_judge_that_fails_is_the_questions_error():
 
 @pytest.mark.slow
 def test_ask_with_the_tiny_model_records_the_readers_judgements(built_index, tiny_gguf):
-    """The plumbing on a real (tiny, random) model: the passages are judged exactly when its check's reply is no."""
+    """The plumbing on a real (tiny, random) model: the first passage is judged exactly when its check's reply is no."""
     common = ("--index", built_index, "--model", tiny_gguf, "--max-tokens", "4")
     question = "What is the population of Berlin?"  # out of the embedded evaluator's domain
     rec = json.loads(invoke("ask", question, *common, "--json").stdout)

@@ -81,7 +81,7 @@ def answer_notes(result) -> list[str]:
         )
     if result.judged:
         verdicts = ", ".join(f"{j['source']} {'yes' if j['answers'] else 'no'}" for j in result.judged)
-        notes.append(f"note: the reader judged the passages one by one (does it answer the question?): {verdicts}")
+        notes.append(f"note: the reader judged the first passage alone (does it answer the question?): {verdicts}")
     if result.reader_answer is not None and result.not_found is not None and result.grounded is False:
         notes.append(
             f"note: the reader answered {result.reader_answer!r}, which the passages it read do not state "

@@ -34,7 +34,7 @@ from .base import (
 # ----------------------------------------------------------------------------- index
 # crag index's own options
 DocsArg = Annotated[
-    Path, typer.Argument(help="Folder (or file) of .txt, .md, .html/.htm, .jsonl, .pdf and .docx documents.")
+    Path, typer.Argument(help="Folder (or file) of .txt, .md, .rst, .html/.htm, .jsonl, .pdf and .docx documents.")
 ]
 PassageWordsOpt = Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")]
