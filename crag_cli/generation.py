@@ -133,20 +133,16 @@ class GenerationStep:
         """
         result = self.result
         task = result.prompt_task or result.task
-        before = result.prompt_tokens or 0
-        result.judged, tokens = [], 0
+        before, item = result.prompt_tokens or 0, items[0]
         with Timer(result.timings, "judge"):
-            for item in items[:1]:
-                try:
-                    reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
-                except Exception as exc:  # a model failure is this question's error, not the batch's
-                    result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
-                    return None
-                tokens += reply.prompt_tokens
-                result.judged.append({"source": item.source, "answers": says_yes(reply.text)})
-                if result.judged[-1]["answers"]:
-                    break
-        if not result.judged or not result.judged[-1]["answers"]:
+            try:
+                reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
+            except Exception as exc:  # a model failure is this question's error, not the batch's
+                result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
+                return None
+        tokens, answers = reply.prompt_tokens, says_yes(reply.text)
+        result.judged = [{"source": item.source, "answers": answers}]
+        if not answers:
             result.prompt_tokens, result.not_found = before + tokens, not_stated(result)
             return None
         result.not_found, result.reader_answer = None, None
