@@ -76,6 +76,41 @@ def write_jsonl(path, rows):
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+def write_index_splits(here, rows):
+    """Write ``questions.jsonl``, the diagnosis and held-out split files and ``questions.dev.jsonl`` (= diagnosis)
+    under ``here``, and print what was written (the folders split by index)."""
+    diagnosis = [r for r in rows if r["split"] == "diagnosis"]
+    write_jsonl(here / "questions.jsonl", rows)
+    write_jsonl(here / "questions.diagnosis.jsonl", diagnosis)
+    write_jsonl(here / "questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
+    write_jsonl(here / "questions.dev.jsonl", diagnosis)
+    print(f"wrote {len(rows)} questions ({len(diagnosis)} diagnosis, {len(rows) - len(diagnosis)} heldout)")
+
+
+def check_split_files(here, rows, splits, fails):
+    """Check each split's file (and ``questions.dev.jsonl`` = diagnosis) against the rows, and that each split holds
+    both kinds; return the rows by split."""
+    by_split = {s: [r for r in rows if r.get("split") == s] for s in splits}
+    for s in splits:
+        if load_jsonl(here / f"questions.{s}.jsonl") != by_split[s]:
+            fails.append(f"questions.{s}.jsonl differs from the {s} rows of questions.jsonl")
+    if load_jsonl(here / "questions.dev.jsonl") != by_split["diagnosis"]:
+        fails.append("questions.dev.jsonl differs from the diagnosis rows")
+    for s in splits:
+        kinds = {r["answerable"] for r in by_split[s]}
+        if kinds != {True, False}:
+            fails.append(f"split {s} lacks answerable or unanswerable rows")
+    return by_split
+
+
+def print_splits(by_split):
+    """One summary line per split."""
+    for s, rs in by_split.items():
+        a = sum(r["answerable"] for r in rs)
+        w = sum(1 for r in rs if r["answer_in_web"])
+        print(f"  {s}: {len(rs)} ({a} answerable, {len(rs) - a} unanswerable, {w} in web)")
+
+
 def load_jsonl(path):
     """Read the non-blank lines of a JSON-lines file."""
     with open(path, encoding="utf-8") as fh:

@@ -527,12 +527,7 @@ def split_of(index):
 
 def main():
     rows = dq.make_rows("docs3qa", ANSWERABLE, UNANSWERABLE, split_of)
-    diagnosis = [r for r in rows if r["split"] == "diagnosis"]
-    dq.write_jsonl(HERE / "questions.jsonl", rows)
-    dq.write_jsonl(HERE / "questions.diagnosis.jsonl", diagnosis)
-    dq.write_jsonl(HERE / "questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
-    dq.write_jsonl(HERE / "questions.dev.jsonl", diagnosis)
-    print(f"wrote {len(rows)} questions ({len(diagnosis)} diagnosis, {len(rows) - len(diagnosis)} heldout)")
+    dq.write_index_splits(HERE, rows)
 
 
 if __name__ == "__main__":

@@ -117,16 +117,7 @@ def main():
     dq.check_rows(rows, fails, split_error, id_prefix="docs4qa")
 
     # split files
-    by_split = {s: [r for r in rows if r.get("split") == s] for s in SPLITS}
-    for s in SPLITS:
-        if dq.load_jsonl(HERE / f"questions.{s}.jsonl") != by_split[s]:
-            fails.append(f"questions.{s}.jsonl differs from the {s} rows of questions.jsonl")
-    if dq.load_jsonl(HERE / "questions.dev.jsonl") != by_split["diagnosis"]:
-        fails.append("questions.dev.jsonl differs from the diagnosis rows")
-    for s in SPLITS:
-        kinds = {r["answerable"] for r in by_split[s]}
-        if kinds != {True, False}:
-            fails.append(f"split {s} lacks answerable or unanswerable rows")
+    by_split = dq.check_split_files(HERE, rows, SPLITS, fails)
 
     stripped_only, per_file = dq.check_content(
         rows, docs, web_joined, ABSENT, WEB, WEB_ABSENT, fails, warns, strict=True
@@ -135,11 +126,7 @@ def main():
 
     # summary
     dq.print_head(docs, web_rows, rows, counts)
-    for s in SPLITS:
-        rs = by_split[s]
-        a = sum(r["answerable"] for r in rs)
-        w = sum(1 for r in rs if r["answer_in_web"])
-        print(f"  {s}: {len(rs)} ({a} answerable, {len(rs) - a} unanswerable, {w} in web)")
+    dq.print_splits(by_split)
     return dq.print_tail(docs, per_file, stripped_only, warns, fails)
 
 
