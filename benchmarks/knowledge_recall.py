@@ -9,11 +9,12 @@ refine the kept passages and keep the strips the generator would get. With
 ``--web``, ``DIR/web.jsonl`` is served as the web (``benchmarks/webstandin.py``,
 on 127.0.0.1) and an Ambiguous or Incorrect question's web strips are fetched
 and read as crag reads them; without it no question reaches the web. Prints, for local and web-only questions apart: the actions, and
-how often the gold span (whole words, ignoring case) is in the top 3, 5, 7 and 10
+how often the gold span (whole words, ignoring case) is in the top 1, 3, 5, 7 and 10
 retrieved passages (what plain RAG gives the reader), in the passages the
 evaluator kept (``--no-refine``; also the first 3 of them in retrieval
 order), and in the refined strips that reach the reader
-(``internal_knowledge`` and, with ``--web``, the web's strips: the reader's knowledge), with the words and
+(``internal_knowledge`` and, with ``--web``, the web's strips: the reader's knowledge) and in the first of those
+(what the reader judge reads alone), with the words and
 web strips it holds on average. An Incorrect question keeps nothing local. IX
 is built from ``DIR/docs`` (or ``DIR/corpus.jsonl``) when it does not exist.
 ``--set strips_correct=5`` (any setting, as in ``crag.toml``) measures another
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         c = rows.setdefault(place, Counter())
         c["n"] += 1
         c[result.action.value] += 1
-        for k in (3, 5, 7, 10):
+        for k in (1, 3, 5, 7, 10):
             c[f"top{k}"] += any(holds_answer(t, gold) for t in texts[:k])
         kept = (
             [h.passage.text for h, _ in pipe._kept(result.hits, result.scores, result.action)]
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         c["kept3"] += any(holds_answer(t, gold) for t in kept[:3])  # the first 3 kept, in retrieval order
         strips = pipe.reader_strips(pipe.act(result))  # without --web, the web's knowledge is empty
         c["refined"] += any(holds_answer(s.text, gold) for s in strips)
+        c["first"] += bool(strips) and holds_answer(strips[0].text, gold)  # what the reader judge reads alone
         c["words"] += sum(len(s.text.split()) for s in strips)
         c["web_strips"] += sum(s.source.startswith(("http://", "https://")) for s in strips)
         if result.action is Action.CORRECT:
@@ -100,16 +102,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{' '.join(args.set) or 'default refinement'}; {'the web stand-in' if args.web else 'no web'}\n"
     )
     print(
-        "| questions | n | C/A/I | span in top 3 | top 5 | top 7 | top 10 | kept passages | first 3 kept | refined strips "
-        "(reader) | words to the reader | web strips | Correct: top 3 / refined |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| questions | n | C/A/I | span in top 1 | top 3 | top 5 | top 7 | top 10 | kept passages | first 3 kept | "
+        "refined strips (reader) | the first of them | words to the reader | web strips | Correct: top 3 / refined |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for place, c in rows.items():
         n = c["n"]
         print(
-            f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top3'] / n:.1%} | "
+            f"| {place} | {n} | {c['correct']}/{c['ambiguous']}/{c['incorrect']} | {c['top1'] / n:.1%} | {c['top3'] / n:.1%} | "
             f"{c['top5'] / n:.1%} | {c['top7'] / n:.1%} | {c['top10'] / n:.1%} | {c['kept'] / n:.1%} | {c['kept3'] / n:.1%} | "
-            f"{c['refined'] / n:.1%} | {c['words'] / n:.0f} | {c['web_strips'] / n:.1f} | "
+            f"{c['refined'] / n:.1%} | {c['first'] / n:.1%} | {c['words'] / n:.0f} | {c['web_strips'] / n:.1f} | "
             f"{c['correct_top3']}/{c['correct_refined']} of {c['correct']} |"
         )
 

@@ -207,7 +207,8 @@ class Settings(BaseModel):
         "Strip ranking: fused = score and retrieval order; evaluator = score alone.",
         "refine",
         answers=True,
-        why="Ranks the web's strips, and the passages' with --refine (whole passages keep their retrieval order): "
+        why="Ranks the web's strips, and the passages' with --refine (whole passages keep their retrieval order, "
+        "fused with the evaluator's topic cosine out of its domain): "
         "fused is the evaluator's score fused with the retrieval order, evaluator the score alone, as in the paper.",
     )
     knowledge_words: int = setting(
@@ -228,7 +229,7 @@ class Settings(BaseModel):
         answers=True,
         why="Ambiguous (the evaluator unsure) reads the source whose best strip holds more of the question's "
         "term weight (the index's IDF; a term the folder never names weighs the most): the kept passages in "
-        "retrieval order up to this many words, or the web's strips as Incorrect reads them (--strips, "
+        "reading order (retrieval order; out of the evaluator's domain fused with its topic cosine) up to this many words, or the web's strips as Incorrect reads them (--strips, "
         "--knowledge-words); with --close-support, the other source's best strip too, within this many. 450 "
         "is about what plain RAG with k = 5 reads of 100-word passages.",
         ge=10,
@@ -240,7 +241,7 @@ class Settings(BaseModel):
         "refine",
         answers=True,
         why="A passage's support is the share of the question's term weight it holds; after the first in reading "
-        "order (retrieval order for whole passages), a passage is read only when its support is at least this fraction of the best passage's, so "
+        "order (for whole passages retrieval order, fused with the topic out of the evaluator's domain), a passage is read only when its support is at least this fraction of the best passage's, so "
         "a question one passage holds reads little and one that several hold reads more (within --read-words). "
         "0: every kept passage.",
         ge=0,
