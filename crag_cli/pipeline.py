@@ -251,14 +251,16 @@ class Pipeline:
         """Refine the kept passages (see :meth:`_kept`).
 
         Without the setting ``refine`` those passages are returned whole, one strip each: in retrieval order, or,
-        out of the evaluator's domain and not Correct, in :meth:`topic_order`.
+        out of the evaluator's domain, not Correct and with no passage holding more than ``lexical_support`` of
+        the question's term weight (a question in other words than its passages'), in :meth:`topic_order`.
         """
         kept = self._kept(result.hits, result.scores, result.action, result.in_domain)
         if not self.settings.refine:
             whole = [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
             ]
-            if result.action is Action.CORRECT or not self._outside(result.in_domain):
+            worded = any(h.support is not None and h.support > self.settings.lexical_support for h in result.hits)
+            if result.action is Action.CORRECT or not self._outside(result.in_domain) or worded:
                 return whole
             with Timer(result.timings, "refine"):
                 return self.topic_order(result.question, whole)
