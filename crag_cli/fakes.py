@@ -60,25 +60,15 @@ class FakeEvaluator:
     """Scores a text by the first key of ``scores`` it contains (``default`` when none).
 
     With ``domain`` (words), it knows a question that holds any of them (see
-    :meth:`crag_cli.evaluator.CrossEncoderEvaluator.knows`); without, it cannot tell. With ``topics``, a text's
-    topic cosine is the value of the first key of ``topics`` it contains (0 when none); without, it has none.
+    :meth:`crag_cli.evaluator.CrossEncoderEvaluator.knows`); without, it cannot tell.
     """
 
     name = "fake"
 
-    def __init__(
-        self,
-        scores: Mapping[str, float],
-        default: float = -1.0,
-        domain: Sequence[str] | None = None,
-        topics: Mapping[str, float] | None = None,
-    ) -> None:
+    def __init__(self, scores: Mapping[str, float], default: float = -1.0, domain: Sequence[str] | None = None) -> None:
         self.scores, self.default = dict(scores), default
-        self.domain, self.topics = domain, topics
+        self.domain = domain
         self.calls = 0
-
-    def topic(self, pairs: Sequence[tuple[str, str]]) -> list[float] | None:
-        return None if self.topics is None else [by_key(self.topics, text, 0.0) for _, text in pairs]
 
     def knows(self, questions: Sequence[str]) -> list[bool] | None:
         if self.domain is None:

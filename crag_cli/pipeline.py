@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
-from .evaluator import Evaluator, Scorer, TopicEvaluator
+from .evaluator import Evaluator, Scorer
 from .generation import GenerationStep, not_found
 from .generator import Generator
 from .index import Hit, Retriever
@@ -31,7 +31,6 @@ from .refine import (
     KnowledgeSource,
     Strip,
     Unread,
-    fuse_ranks,
     refine,
     strip_pieces,
 )
@@ -250,20 +249,13 @@ class Pipeline:
     def _internal(self, result: Result) -> list[Strip]:
         """Refine the kept passages (see :meth:`_kept`).
 
-        Without the setting ``refine`` those passages are returned whole, one strip each: in retrieval order, or,
-        out of the evaluator's domain, not Correct and with no passage holding more than ``lexical_support`` of
-        the question's term weight (a question in other words than its passages'), in :meth:`topic_order`.
+        Without the setting ``refine`` those passages are returned whole, one strip each.
         """
         kept = self._kept(result.hits, result.scores, result.action, result.in_domain)
         if not self.settings.refine:
-            whole = [
+            return [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
             ]
-            worded = any(h.support is not None and h.support > self.settings.lexical_support for h in result.hits)
-            if result.action is Action.CORRECT or not self._outside(result.in_domain) or worded:
-                return whole
-            with Timer(result.timings, "refine"):
-                return self.topic_order(result.question, whole)
         sources = [KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text) for h, _ in kept]
         with Timer(result.timings, "refine"):
             return refine(
@@ -275,23 +267,6 @@ class Pipeline:
                 self.thresholds.filter,
                 self.settings.ranking,
             )
-
-    def topic_order(self, question: str, strips: list[Strip]) -> list[Strip]:
-        """``strips`` by their retrieval rank fused with their topic's nearness to the question.
-
-        Out of its domain the evaluator's scores prove nothing, and the words a question shares with a passage miss
-        a paraphrase; the evaluator's base encoder (:class:`crag_cli.evaluator.TopicEvaluator`) still tells a
-        passage on the question's topic. Reciprocal rank fusion (:func:`crag_cli.refine.fuse_ranks`) of its cosine
-        with the retrieval order puts the passage holding the answer first more often (docs/benchmarks.md, "The
-        passages in fused order"). Unchanged when the evaluator has no encoder for it.
-        """
-        if not strips or not isinstance(self.evaluator, TopicEvaluator):
-            return strips
-        topic = self.evaluator.topic([(question, s.text) for s in strips])
-        if topic is None:
-            return strips
-        fused = fuse_ranks(topic, [s.rank for s in strips])
-        return [strips[i] for i in sorted(range(len(strips)), key=lambda i: -fused[i])]
 
     @property
     def reading(self) -> ReadingPolicy:

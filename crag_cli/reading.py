@@ -22,16 +22,14 @@ if TYPE_CHECKING:
 # `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
 # 1: Ambiguous reads the stronger source (56b30c2). 2: the web's strips, leading alone, read as Incorrect's do.
 # 3: Incorrect with no web strips reads the passages as Ambiguous does (72a193f, the web-off change).
-# 4: out of the evaluator's domain, whole passages come in fused order (:meth:`crag_cli.pipeline.Pipeline.topic_order`).
-READING_VERSION = 4
+READING_VERSION = 3
 
 
 @dataclass
 class Evidence:
     """What is known of a question when the reader's knowledge is chosen.
 
-    ``internal`` are the kept passages' strips (when kept whole, retrieval order, or out of the evaluator's
-    domain :meth:`crag_cli.pipeline.Pipeline.topic_order`),
+    ``internal`` are the kept passages' strips (retrieval order when kept whole),
     ``external`` the web's strips (as found); ``in_domain`` is the evaluator's
     verdict on the question (``None``: it cannot tell).
     """
@@ -88,7 +86,7 @@ class ActionReading:
     lexical support or scores at least ``upper``, else the web's strips, and
     the other's best strip follows. A strip repeating an earlier one's text
     is left out (:func:`crag_cli.refine.distinct`). Passages kept whole keep
-    the order they come in (:class:`Evidence`); refined strips (``refined``) and the web's are
+    their retrieval order; refined strips (``refined``) and the web's are
     ranked by ``ranking`` (:func:`crag_cli.refine.strongest_first`).
     """
 

@@ -143,9 +143,7 @@ class Settings(BaseModel):
         why="A retrieved passage that scores at least the filter threshold and holds more than this share of the "
         "question's term weight (IDF) is supported by its words. Retrieval with a supported passage is not judged "
         "Incorrect (Ambiguous instead: its passages are read first, beside the web's), and Correct keeps a "
-        "supported passage. Out of the evaluator's domain, passages none of which holds more than this share are "
-        "read in fused order (their retrieval order with the evaluator's topic cosine). 1: off (the paper's "
-        "evaluator-only rule; every such question fused).",
+        "supported passage. 1: off (the paper's evaluator-only rule).",
         ge=0,
         le=1,
     )
@@ -209,8 +207,7 @@ class Settings(BaseModel):
         "Strip ranking: fused = score and retrieval order; evaluator = score alone.",
         "refine",
         answers=True,
-        why="Ranks the web's strips, and the passages' with --refine (whole passages keep their retrieval order, "
-        "fused with the evaluator's topic cosine out of its domain when none has lexical support): "
+        why="Ranks the web's strips, and the passages' with --refine (whole passages keep their retrieval order): "
         "fused is the evaluator's score fused with the retrieval order, evaluator the score alone, as in the paper.",
     )
     knowledge_words: int = setting(
@@ -231,7 +228,7 @@ class Settings(BaseModel):
         answers=True,
         why="Ambiguous (the evaluator unsure) reads the source whose best strip holds more of the question's "
         "term weight (the index's IDF; a term the folder never names weighs the most): the kept passages in "
-        "reading order (retrieval order; fused with the evaluator's topic cosine out of its domain when none has lexical support) up to this many words, or the web's strips as Incorrect reads them (--strips, "
+        "retrieval order up to this many words, or the web's strips as Incorrect reads them (--strips, "
         "--knowledge-words); with --close-support, the other source's best strip too, within this many. 450 "
         "is about what plain RAG with k = 5 reads of 100-word passages.",
         ge=10,
@@ -243,7 +240,7 @@ class Settings(BaseModel):
         "refine",
         answers=True,
         why="A passage's support is the share of the question's term weight it holds; after the first in reading "
-        "order (for whole passages retrieval order, or fused with the evaluator's topic cosine, see --read-words), a passage is read only when its support is at least this fraction of the best passage's, so "
+        "order (retrieval order for whole passages), a passage is read only when its support is at least this fraction of the best passage's, so "
         "a question one passage holds reads little and one that several hold reads more (within --read-words). "
         "0: every kept passage.",
         ge=0,

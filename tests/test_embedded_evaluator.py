@@ -106,20 +106,3 @@ def test_the_embedded_evaluator_knows_entity_questions_and_not_questions_about_o
     data = Path(__file__).resolve().parent / "data" / "sample_corpus_questions.jsonl"
     reference = [q["question"] for q in map(json.loads, data.read_text().splitlines()) if q["id"].startswith("in-")]
     assert len(reference) == 8 and ev.knows(reference) == [False] * 8
-
-
-def test_the_embedded_evaluator_tells_a_passage_on_the_questions_topic_by_its_base_encoder():
-    """Its topic (all-MiniLM-L6-v2's cosine, what its domain reads) orders passages out of its domain: the one about
-    the question's subject above one about another, the same cosine as the untrained ``minilm-cosine``'s."""
-    from crag_cli.build import evaluator_of
-    from crag_cli.evaluator import MiniLMEvaluator, TopicEvaluator
-
-    ev = evaluator_of("minilm")
-    question = "What does the pass statement do?"
-    pairs = [
-        (question, "Ole Krarup was a Danish politician and a professor of law."),
-        (question, "pass is a null operation: when it is executed, nothing happens."),
-    ]
-    topic = ev.topic(pairs)
-    assert isinstance(ev, TopicEvaluator) and topic[1] > topic[0]
-    assert topic == pytest.approx(MiniLMEvaluator(batch_size=8, max_length=256).score(pairs), abs=1e-5)

@@ -617,27 +617,3 @@ def test_a_docqa_answer_the_reader_says_its_reference_does_not_state_is_a_not_fo
 
     result, gen, streamed = run(None, None, gen=CheckFails("100"))  # a check that fails: the answer stands
     assert result.answer == "100" and result.error is None and result.checked is None
-
-
-def test_out_of_its_domain_the_passages_are_read_by_retrieval_rank_fused_with_their_topic():
-    """Out of the evaluator's domain, web off, no passage holding most of the question's words: the reader reads
-    the passages by reciprocal rank fusion of the retrieval order and the evaluator's topic cosine, so a passage
-    third by its words but first by its topic comes before the second; otherwise retrieval order stands."""
-    topics = {"European Parliament": 0.9, "seal": 0.5, "Danish politician": 0.1}
-
-    def run(domain, topic=topics, support=0.2):
-        gen = FakeGenerator("politician")
-        ev = FakeEvaluator({}, default=-0.9, domain=domain, topics=topic)
-        pipe = fake_pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, lexical_support=0.5)
-        result = pipe.run("What is Ole Krarup's occupation?")
-        return result, [line.split(" ", 1)[1] for line in reference(gen)]
-
-    result, lines = run(["capital"])
-    assert result.action is Action.AMBIGUOUS and result.in_domain is False
-    # fused: seal hunter 1/61 + 1/62, Parliament 1/63 + 1/61, politician 1/62 + 1/63
-    assert ["seal hunter" in lines[0], "European Parliament" in lines[1], "Danish politician" in lines[2]] == [True] * 3
-    assert [k.source for k in result.knowledge_used] == [k.source for k in result.internal_knowledge]
-    # in the domain, with no topic, or with a passage holding more than lexical_support (0.5) of the question's
-    # term weight (BM25 found the question's own words): retrieval order
-    for domain, topic, support in ((["occupation"], topics, 0.2), (["capital"], None, 0.2), (["capital"], topics, 0.6)):
-        assert "Danish politician" in run(domain, topic, support)[1][1]

@@ -34,19 +34,6 @@ class Evaluator(Protocol):
         ...
 
 
-@runtime_checkable
-class TopicEvaluator(Protocol):
-    """An evaluator that can also say how near each text's topic is to its question's (its base encoder's cosine).
-
-    Out of the evaluator's domain its scores prove nothing; the topic still orders the passages read there
-    (:meth:`crag_cli.pipeline.Pipeline.topic_order`).
-    """
-
-    def topic(self, pairs: Sequence[Pair]) -> list[float] | None:
-        """One cosine per (question, text) pair, in input order; ``None`` when it has no encoder for it."""
-        ...
-
-
 def _quiet_transformers() -> None:
     """No weight-loading progress bars or advisory warnings from transformers on stderr."""
     from transformers.utils import logging as hf_logging

@@ -282,12 +282,6 @@ class CrossEncoderEvaluator:
         known, cut, _ = self._domain
         return [bool(c >= cut) for c in nearest_cosines(self._cosine.embed(list(questions)), known)]
 
-    def topic(self, pairs: Sequence[Pair]) -> list[float] | None:
-        """The base encoder's cosine of each pair (what the domain and the topic guard read), or ``None`` when it
-        stores neither (it has no encoder loaded then)."""
-        self.load()
-        return self._cosine.score(pairs) if self._cosine is not None else None
-
     def set_guard(self, guard: dict | None, base: str) -> None:
         """Use a topic guard (``{"cosine": c, "score": s}``) with the base encoder's cosine, or none."""
         self._guard = guard
