@@ -313,8 +313,9 @@ def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_pat
     local = next(line for line in out.splitlines() if line.startswith("| local |"))
     web = next(line for line in out.splitlines() if line.startswith("| web-only |"))
     cells = [c.strip() for c in local.split("|")[1:-1]]
-    assert cells[1] == "1" and cells[3:7] == ["100.0%"] * 4  # Berlin is in the top 3 (so 5, 7, 10)
-    assert [c.strip() for c in web.split("|")[1:-1]][3] == "0.0%"  # no local passage names Zorblat
+    assert cells[1] == "1" and cells[4:8] == ["100.0%"] * 4  # Berlin is in the top 3 (so 5, 7, 10)
+    assert cells[10] == "100.0%" and cells[11] == "100.0%"  # the reader reads it, in the first strip it reads
+    assert [c.strip() for c in web.split("|")[1:-1]][3:5] == ["0.0%"] * 2  # no local passage names Zorblat
     # --web serves web.jsonl: the web-only question's reader reads the web's strip that names Zorblat
     page = {"id": "w1", "title": "Fishermen at sea", "text": "The painting of fishermen at sea is by Zorblat."}
     (bench / "web.jsonl").write_text(json.dumps(page) + "\n")
@@ -322,7 +323,7 @@ def test_knowledge_recall_counts_actions_and_where_the_span_is(docs_dir, tmp_pat
     out = capsys.readouterr().out
     assert "the web stand-in" in out
     web = [c.strip() for c in next(x for x in out.splitlines() if x.startswith("| web-only |")).split("|")[1:-1]]
-    assert web[2] != "1/0/0" and web[9] == "100.0%" and float(web[11]) >= 1  # reached the web; its strip read
+    assert web[2] != "1/0/0" and web[10] == "100.0%" and float(web[13]) >= 1  # reached the web; its strip read
 
 
 def test_a_rerun_into_the_same_folder_serves_the_web_where_the_interrupted_crag_batch_found_it(tmp_path):
