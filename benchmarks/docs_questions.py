@@ -304,3 +304,17 @@ def print_tail(docs, per_file, stripped_only, warns, fails):
         print(f"FAIL {f}")
     print("OK" if not fails else f"{len(fails)} failure(s)")
     return 1 if fails else 0
+
+
+def check_and_report(here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable):
+    """The checks and summary every held-out-split folder ends with (docs3qa onwards): the split files, the answer
+    spans and key terms (``sources``: load_sources' docs, web rows and joined web text; ``tables``: the ABSENT, WEB
+    and WEB_ABSENT tables, strict), the counts (at least 4 answered by the web, at most 6 a file); prints the
+    summary and returns the exit code."""
+    docs, web_rows, web_joined = sources
+    by_split = check_split_files(here, rows, splits, fails)
+    stripped_only, per_file = check_content(rows, docs, web_joined, *tables, fails, warns, strict=True)
+    counts = check_counts(rows, per_file, fails, min_answerable, min_unanswerable, min_web=4, max_per_file=6)
+    print_head(docs, web_rows, rows, counts)
+    print_splits(by_split)
+    return print_tail(docs, per_file, stripped_only, warns, fails)

@@ -116,18 +116,8 @@ def main():
     # ids, fields, splits
     dq.check_rows(rows, fails, split_error, id_prefix="docs4qa")
 
-    # split files
-    by_split = dq.check_split_files(HERE, rows, SPLITS, fails)
-
-    stripped_only, per_file = dq.check_content(
-        rows, docs, web_joined, ABSENT, WEB, WEB_ABSENT, fails, warns, strict=True
-    )
-    counts = dq.check_counts(rows, per_file, fails, min_answerable=90, min_unanswerable=24, min_web=4, max_per_file=6)
-
-    # summary
-    dq.print_head(docs, web_rows, rows, counts)
-    dq.print_splits(by_split)
-    return dq.print_tail(docs, per_file, stripped_only, warns, fails)
+    sources, tables = (docs, web_rows, web_joined), (ABSENT, WEB, WEB_ABSENT)
+    return dq.check_and_report(HERE, rows, sources, tables, SPLITS, fails, warns, 90, 24)
 
 
 if __name__ == "__main__":
