@@ -110,6 +110,8 @@ class FakeGenerator:
     (:attr:`crag_cli.prompts.Task.check`, the prompt's last line) is answered ``check`` instead, its messages
     remembered apart in ``checks``; the reader's judge of one passage (:data:`crag_cli.prompts.JUDGE`) is
     answered ``judge`` (a sequence: the next one each time, the last from then on), remembered in ``judges``.
+    ``engine_cache``: each reply says, as an engine with a prompt cache does, how many leading tokens (words) of its
+    prompt the one before had (:attr:`~crag_cli.generator.Generation.cached_tokens`); else it does not say.
     """
 
     model = "fake"
@@ -120,9 +122,11 @@ class FakeGenerator:
         n_ctx: int = default("n_ctx"),
         check: str = "Yes.",
         judge: str | Sequence[str] = "Yes.",
+        engine_cache: bool = False,
     ) -> None:
         self.replies, self.n_ctx = [reply] if isinstance(reply, str) else list(reply), n_ctx
         self.check, self.judge = check, [judge] if isinstance(judge, str) else list(judge)
+        self.engine_cache, self._held = engine_cache, []  # the last prompt's words (the engine's cache)
         self.messages: list[list[dict]] = []
         self.checks: list[list[dict]] = []
         self.judges: list[list[dict]] = []
@@ -133,20 +137,30 @@ class FakeGenerator:
 
     def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
         """A generator with the same replies and its own record of messages."""
-        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check, self.judge)
+        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check, self.judge, self.engine_cache)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)
 
+    def _cached(self, messages: list[dict]) -> int | None:
+        """With ``engine_cache``, the prompt's leading words that the prompt before had, and this one held from now on."""
+        if not self.engine_cache:
+            return None
+        words = [w for m in messages for w in m["content"].split()]
+        n = next((i for i, (a, b) in enumerate(zip(words, self._held)) if a != b), min(len(words), len(self._held)))
+        self._held = words
+        return n
+
     def generate(
         self, messages: list[dict], max_tokens: int, on_token: Callable[[str], None] | None = None
     ) -> Generation:
+        tokens, cached = self.count_tokens(messages), self._cached(messages)
         if any(t.check and messages[-1]["content"].endswith("\n" + t.check) for t in TASKS.values()):
             self.checks.append(messages)
-            return Generation(self.check, self.count_tokens(messages), 1)
+            return Generation(self.check, tokens, 1, cached)
         if messages[-1]["content"].endswith("\n" + JUDGE):
             self.judges.append(messages)
-            return Generation(self.judge[min(len(self.judges), len(self.judge)) - 1], self.count_tokens(messages), 1)
+            return Generation(self.judge[min(len(self.judges), len(self.judge)) - 1], tokens, 1, cached)
         self.messages.append(messages)
         self.max_tokens.append(max_tokens)
         reply = self.replies[min(len(self.messages), len(self.replies)) - 1]
@@ -154,7 +168,7 @@ class FakeGenerator:
         for i, piece in enumerate(pieces):
             if on_token is not None:
                 on_token(piece if i == 0 else " " + piece)
-        return Generation(reply, self.count_tokens(messages), len(pieces))
+        return Generation(reply, tokens, len(pieces), cached)
 
 
 class FakeEvidenceEvaluator(FakeEvaluator):

@@ -44,6 +44,20 @@ def not_stated(result: Result, withheld: bool = False) -> str:
     return f"Not found in {where}: the reader found no answer in the {passages}."
 
 
+def read_anew(reply: Generation, shared: int) -> int:
+    """Of a question's later prompt (a check, a judge, a second ask), the tokens the reader read anew.
+
+    The engine keeps the previous prompt's tokens and reads only what follows their common start: the prompt's
+    tokens less those it says it had cached (:attr:`crag_cli.generator.Generation.cached_tokens`), or, when it does
+    not say, less ``shared`` (the tokens this prompt is known to share with the one before).
+
+    >>> read_anew(Generation("Yes", 300, 1, cached_tokens=260), 0), read_anew(Generation("Yes", 300, 1), 280)
+    (40, 20)
+    """
+    cached = reply.cached_tokens if reply.cached_tokens is not None else shared
+    return max(reply.prompt_tokens - cached, 0)
+
+
 class GenerationStep:
     """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
     what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error).
@@ -68,7 +82,8 @@ class GenerationStep:
         return clean_answer(gen.text, task), kept, gen
 
     def _ask_again(self, items: list[KnowledgeItem], task: str) -> tuple[str, list[KnowledgeItem], int] | None:
-        """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens.
+        """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens read
+        anew (:func:`read_anew`: it shares all but its last line with the answer's when the same knowledge fits).
 
         ``None`` when that generation fails or answers nothing: the first answer then stands.
         """
@@ -76,14 +91,15 @@ class GenerationStep:
             answer, kept, gen = self._ask(self.result.question, items, task)
         except Exception:  # the first answer stands; a model that fails again fails the next question
             return None
-        return (answer, kept, gen.prompt_tokens) if answer else None
+        shared = self.generator.count_tokens(build_messages(self.result.question, kept, task, instruction=""))
+        return (answer, kept, read_anew(gen, shared)) if answer else None
 
     def _declined(self, task: str, kept: list[KnowledgeItem]) -> bool:
         """Ask ``task``'s :attr:`~crag_cli.prompts.Task.check` over the knowledge ``kept``; when the reader says no,
         the answer becomes no answer (``not_found`` says why, ``reader_answer`` keeps the reader's words).
 
         The check's prompt differs from the answer's only in its last line, so the engine's cached prefix serves it:
-        ``prompt_tokens`` grows by that line's tokens, not by the whole prompt.
+        ``prompt_tokens`` grows by what the reader read anew (:func:`read_anew`), not by the whole prompt.
         """
         result, t = self.result, TASKS[task]
         question = result.question
@@ -93,7 +109,7 @@ class GenerationStep:
         except Exception:  # the answer stands; a model that fails again fails the next question
             return False
         prefix = self.generator.count_tokens(build_messages(question, kept, task, instruction=""))
-        result.prompt_tokens = (result.prompt_tokens or 0) + max(reply.prompt_tokens - prefix, 0)
+        result.prompt_tokens = (result.prompt_tokens or 0) + read_anew(reply, prefix)
         result.checked = clean_answer(reply.text, task)
         if not t.declines(result.checked):
             return False
@@ -128,8 +144,9 @@ class GenerationStep:
         checked again; when it says no the answer stays "Not found" (:func:`not_stated`). A later item is not asked:
         no answer read from one was right on the docs folders measured (docs/benchmarks.md).
 
-        ``result.judged`` lists the item asked with the reader's verdict. ``prompt_tokens`` adds the judge's prompt
-        and, of the answer's, its last line (the rest is the judge's prompt, which the engine has cached).
+        ``result.judged`` lists the item asked with the reader's verdict. ``prompt_tokens`` adds what the reader
+        read anew (:func:`read_anew`) of the judge's prompt (its start is the answer's, up to the item's end: whole
+        when the engine does not say what it had cached) and of the answer's (all but its last line is the judge's).
         """
         result = self.result
         task = result.prompt_task or result.task
@@ -140,7 +157,7 @@ class GenerationStep:
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
                 return None
-        tokens, answers = reply.prompt_tokens, says_yes(reply.text)
+        tokens, answers = read_anew(reply, 0), says_yes(reply.text)
         result.judged = [{"source": item.source, "answers": answers}]
         if not answers:
             result.prompt_tokens, result.not_found = before + tokens, not_stated(result)
@@ -148,8 +165,9 @@ class GenerationStep:
         result.not_found, result.reader_answer = None, None
         prefix = self.generator.count_tokens(build_messages(result.question, [item], task, instruction=""))
         gen = self.generate([item], on_token, check=False)  # sets prompt_tokens to its own prompts'
-        if gen is not None:  # add what came before, less the answer's prefix (the judge's, cached)
-            result.prompt_tokens = (result.prompt_tokens or 0) + before + tokens - min(prefix, gen.prompt_tokens)
+        if gen is not None:  # what came before, and of the answer's prompt what the judge's had not held
+            anew = read_anew(gen, min(prefix, gen.prompt_tokens)) - gen.prompt_tokens
+            result.prompt_tokens = (result.prompt_tokens or 0) + before + tokens + anew
         return gen
 
     def generate(self, items: list[KnowledgeItem], on_token, check: bool = True) -> Generation | None:

@@ -24,9 +24,11 @@ PASSAGES = [
 QUESTION = "How long does a session last by default?"
 
 
-def run(judge, check="No.", domain=("capital",), web=None, answer=("Two weeks", "2 weeks"), **settings):
+def run(
+    judge, check="No.", domain=("capital",), web=None, answer=("Two weeks", "2 weeks"), engine_cache=False, **settings
+):
     """crag over PASSAGES with an evaluator that doubts them all, out of its domain unless ``domain`` says so."""
-    gen = FakeGenerator(list(answer), judge=judge, check=check)
+    gen = FakeGenerator(list(answer), judge=judge, check=check, engine_cache=engine_cache)
     ev = FakeEvaluator({}, default=-0.9, domain=list(domain))
     pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, task="docqa", **settings)
     streamed: list[str] = []
@@ -56,6 +58,33 @@ def test_a_declined_answer_is_read_again_from_the_first_passage_when_the_reader_
     # every prompt counted: the first answer, the check's last line, the judge, the answer's last line
     first = gen.count_tokens(gen.messages[0]) + len(CHECK.split())
     assert result.prompt_tokens == first + gen.count_tokens(gen.judges[0]) + len(TASKS["docqa"].instruction.split())
+
+
+def words(messages: list[dict]) -> list[str]:
+    return [w for m in messages for w in m["content"].split()]
+
+
+def read_anew_by_hand(prompts: list[list[dict]]) -> int:
+    """The words an engine that keeps the last prompt reads: the first prompt whole, then each one's words after
+    its common start with the prompt before."""
+    total, held = 0, []
+    for p in map(words, prompts):
+        common = next((i for i, (a, b) in enumerate(zip(p, held)) if a != b), min(len(p), len(held)))
+        total, held = total + len(p) - common, p
+    return total
+
+
+@pytest.mark.parametrize("judge", ["Yes.", "No."])
+def test_an_engine_that_says_what_it_had_cached_is_charged_only_what_it_read_anew(judge):
+    result, gen, _ = run(judge, engine_cache=True)
+    prompts = [gen.messages[0], gen.checks[0], gen.judges[0]] + gen.messages[1:]
+    assert len(prompts) == (4 if judge == "Yes." else 3)
+    assert result.prompt_tokens == read_anew_by_hand(prompts)
+    # the judge's prompt starts as the answer's did, up to the first passage's end: it costs what follows
+    judge_anew = read_anew_by_hand(prompts[:3]) - read_anew_by_hand(prompts[:2])
+    assert 0 < judge_anew < gen.count_tokens(gen.judges[0]) - gen.count_tokens([gen.judges[0][0]])
+    uncached, _, _ = run(judge)
+    assert uncached.prompt_tokens > result.prompt_tokens  # counted whole when the engine does not say
 
 
 def test_no_to_the_first_passage_is_not_found_and_no_later_passage_is_asked():

@@ -175,6 +175,23 @@ def test_control_tokens_in_documents_stay_text_on_a_served_llama_server(tmp_path
     del server
 
 
+def test_a_llama_server_says_how_much_of_a_prompt_it_had_cached(tmp_path):
+    from crag_cli.prompts import CHECK, KnowledgeItem, build_messages
+
+    model = write_tiny_gguf(tmp_path / "chatml.gguf", chat_template=CHATML, controls=("<|im_start|>", "<|im_end|>"))
+    server, url = start_llama_server(model, key=None)
+    gen = ServedGenerator(Connection(url), "chatml", 2048, 0.0, 0)
+    items = [KnowledgeItem("Sessions expire after two weeks unless a max age is given.", "d#1")]
+    answer = build_messages("How long does a session last?", items, "docqa")
+    question = "How long does a session last?"
+    first, check = gen.generate(answer, 4), gen.generate(build_messages(question, items, "docqa", CHECK), 4)
+    assert first.prompt_tokens == gen.count_tokens(answer) and first.cached_tokens == 0
+    shared = gen.count_tokens(build_messages(question, items, "docqa", instruction=""))
+    # all but the last line and the template's end was read once (the estimate from messages counts that end too)
+    assert shared * 0.9 < check.cached_tokens < shared < check.prompt_tokens
+    del server
+
+
 def test_an_openai_server_gets_control_tokens_broken_and_a_bound_on_the_prompt(openai_server):
     script, url = openai_server
     gen = ServedGenerator(Connection(url), "m1", 4096, 0.0, 0)
@@ -182,6 +199,7 @@ def test_an_openai_server_gets_control_tokens_broken_and_a_bound_on_the_prompt(o
     pieces: list[str] = []
     out = gen.generate(messages, 16, pieces.append)
     assert out.text == "Paris is the answer." == "".join(pieces) and out.prompt_tokens == 42
+    assert out.cached_tokens is None  # a server that does not say what it had cached
     sent = script["received"][0]["messages"][0]["content"]
     for token in ("<|im_start|>", "<|endoftext|>", "[INST]", "[/INST]", "</s>"):
         assert token not in sent and token[0] + "\u200b" + token[1:] in sent

@@ -14,11 +14,16 @@ class ModelError(CragError):
 
 @dataclass
 class Generation:
-    """A reply: its text, the prompt's tokens and the tokens generated."""
+    """A reply: its text, the prompt's tokens and the tokens generated.
+
+    ``cached_tokens``: of the prompt's tokens, the leading ones the engine still held from the prompt before (its
+    prompt cache) and did not read again, as the engine reports them; ``None`` when it does not say.
+    """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True)

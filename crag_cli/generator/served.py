@@ -388,7 +388,9 @@ class ServedGenerator:
                         on_token(piece)
             usage = event.get("usage") or usage
         prompt = int(usage.get("prompt_tokens") or counted or self.count_tokens(messages))
-        return Generation("".join(pieces), prompt, int(usage.get("completion_tokens") or len(pieces)))
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        completion = int(usage.get("completion_tokens") or len(pieces))
+        return Generation("".join(pieces), prompt, completion, cached if isinstance(cached, int) else None)
 
 
 def _defused(messages: list[dict]) -> list[dict]:
