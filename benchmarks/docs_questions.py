@@ -1,14 +1,15 @@
 """Shared logic of the docs*qa bench folders' make_questions.py and check_questions.py.
 
 Standard library only. Each folder's scripts keep their own data (questions, ABSENT,
-WEB and WEB_ABSENT tables, thresholds) and split rule; this module holds the rest:
-building and writing the rows, loading docs/ and web.jsonl, the per-row checks and
+WEB and WEB_ABSENT tables, thresholds, split counts); this module holds the rest:
+building, splitting and writing the rows, loading docs/ and web.jsonl, the per-row checks and
 the printed summary.
 """
 
 import collections
 import hashlib
 import json
+import random
 import re
 
 FIELDS = ["id", "question", "answers", "doc", "answerable", "answer_in_local", "answer_in_web", "split"]
@@ -306,15 +307,74 @@ def print_tail(docs, per_file, stripped_only, warns, fails):
     return 1 if fails else 0
 
 
-def check_and_report(here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable):
+def check_and_report(
+    here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable, max_per_file=6
+):
     """The checks and summary every held-out-split folder ends with (docs3qa onwards): the split files, the answer
     spans and key terms (``sources``: load_sources' docs, web rows and joined web text; ``tables``: the ABSENT, WEB
-    and WEB_ABSENT tables, strict), the counts (at least 4 answered by the web, at most 6 a file); prints the
-    summary and returns the exit code."""
+    and WEB_ABSENT tables, strict), the counts (at least 4 answered by the web, at most ``max_per_file`` answerable
+    questions a file); prints the summary and returns the exit code."""
     docs, web_rows, web_joined = sources
     by_split = check_split_files(here, rows, splits, fails)
     stripped_only, per_file = check_content(rows, docs, web_joined, *tables, fails, warns, strict=True)
-    counts = check_counts(rows, per_file, fails, min_answerable, min_unanswerable, min_web=4, max_per_file=6)
+    counts = check_counts(rows, per_file, fails, min_answerable, min_unanswerable, min_web=4, max_per_file=max_per_file)
     print_head(docs, web_rows, rows, counts)
     print_splits(by_split)
     return print_tail(docs, per_file, stripped_only, warns, fails)
+
+
+# --------------------------------------------------------------------------- the seeded split (docs5qa onwards)
+
+STRATA = ("answerable", "web", "none")  # answerable; unanswerable but answered by the web; unanswerable everywhere
+
+
+def stratum(row):
+    """The row's stratum of :data:`STRATA`."""
+    return "answerable" if row["answerable"] else ("web" if row["answer_in_web"] else "none")
+
+
+def seeded_splits(rows, seed, diagnosis):
+    """Row index -> "diagnosis" / "heldout": within each stratum (in :data:`STRATA` order, one
+    ``random.Random(seed)``) the row indices are shuffled and the first ``diagnosis[stratum]`` go to "diagnosis"."""
+    rng = random.Random(seed)
+    out = {}
+    for st in STRATA:
+        idx = [i for i, r in enumerate(rows) if stratum(r) == st]
+        rng.shuffle(idx)
+        for k, i in enumerate(idx):
+            out[i] = "diagnosis" if k < diagnosis[st] else "heldout"
+    return out
+
+
+def write_seeded(here, prefix, answerable, unanswerable, seed, diagnosis):
+    """A make_questions.py's work: the rows, split by :func:`seeded_splits`, written by :func:`write_index_splits`."""
+    rows = make_rows(prefix, answerable, unanswerable, lambda i: None)
+    for i, split in seeded_splits(rows, seed, diagnosis).items():
+        rows[i]["split"] = split
+    write_index_splits(here, rows)
+
+
+def check_seeded(here, prefix, split, want, tables, min_answerable, min_unanswerable, max_per_file=6):
+    """A check_questions.py's work for a seeded split: the rows of ``here``'s questions.jsonl checked (ids of
+    ``prefix``; each row's split the one ``split(rows)`` gives, the folder's make_questions rule; ``want``: rows per
+    (split, stratum)), then :func:`check_and_report`. Returns the exit code."""
+    fails, warns = [], []
+    rows = load_jsonl(here / "questions.jsonl")
+    docs, web_rows, _ = load_sources(here)
+    web_joined = "\n".join(norm_ws(r["text"]) for r in web_rows)  # one row a line, whitespace normalised
+    want_split = split(rows)
+
+    def split_error(i, r):
+        if r.get("split") != want_split[i]:
+            return f"{r.get('id')}: split {r.get('split')!r} != {want_split[i]!r} (index {i})"
+
+    check_rows(rows, fails, split_error, id_prefix=prefix)
+    got = collections.Counter((r.get("split"), stratum(r)) for r in rows)
+    for key, n in want.items():
+        if got[key] != n:
+            fails.append(f"split {key[0]} has {got[key]} {key[1]} rows, want {n}")
+    splits = tuple(dict.fromkeys(k[0] for k in want))
+    sources = (docs, web_rows, web_joined)
+    return check_and_report(
+        here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable, max_per_file
+    )

@@ -19,15 +19,5 @@ sys.path.insert(0, str(HERE.parent / "docsqa"))
 import build_web  # noqa: E402  (../docsqa/build_web.py)
 
 
-def main():
-    args = sys.argv[1:]
-    if "--prefix" not in args:
-        args += ["--prefix", "python-json-logger"]
-    if "--out" not in args:
-        args += ["--out", str(HERE / "web.jsonl")]
-    sys.argv = [sys.argv[0], *args]
-    build_web.main()
-
-
 if __name__ == "__main__":
-    main()
+    build_web.main(prefix="python-json-logger", out=HERE / "web.jsonl")

@@ -6,7 +6,7 @@ Modelled on benchmarks/docs5qa/check_questions.py.
 
 Hard checks (FAIL):
   * ids are docs6qa-001 ... in order and unique, fields present;
-  * split: each row's split is the one make_questions.assign_splits gives (seeded shuffle
+  * split: each row's split is the one docs_questions.seeded_splits gives (seeded shuffle
     within the strata answerable / unanswerable-in-web / unanswerable), and the splits hold
     exactly 24 + 2 + 6 (diagnosis) and 36 + 3 + 9 (held out) rows of those strata;
     questions.diagnosis.jsonl / questions.heldout.jsonl hold exactly the rows of each split,
@@ -24,7 +24,6 @@ Hard checks (FAIL):
 Soft checks (WARN): an answer span that also occurs in the question.
 """
 
-import collections
 import sys
 from pathlib import Path
 
@@ -116,7 +115,6 @@ WEB_ABSENT = {
     "docs6qa-080": r"captureWarnings|py\.warnings",
 }
 
-SPLITS = ("diagnosis", "heldout")
 # rows per (split, stratum)
 WANT = {
     ("diagnosis", "answerable"): 24,
@@ -130,33 +128,10 @@ WANT = {
 MAX_PER_FILE = 5
 
 
-def main():
-    fails, warns = [], []
-    rows = dq.load_jsonl(HERE / "questions.jsonl")
-    docs, web_rows, _ = dq.load_sources(HERE)
-    # web.jsonl's texts joined one row a line, whitespace normalised
-    web_joined = "\n".join(dq.norm_ws(r["text"]) for r in web_rows)
-
-    # ids, fields, splits (the seeded shuffle of make_questions.py, recomputed from the rows)
-    want_split = mq.assign_splits(rows)
-
-    def split_error(i, r):
-        if r.get("split") != want_split[i]:
-            return f"{r.get('id')}: split {r.get('split')!r} != {want_split[i]!r} (index {i})"
-
-    dq.check_rows(rows, fails, split_error, id_prefix="docs6qa")
-    got = collections.Counter((r.get("split"), mq.stratum(r)) for r in rows)
-    for key, n in WANT.items():
-        if got[key] != n:
-            fails.append(f"split {key[0]} has {got[key]} {key[1]} rows, want {n}")
-    per_file = collections.Counter(r.get("doc") for r in rows if r.get("answerable"))
-    for f, c in sorted(per_file.items()):
-        if c > MAX_PER_FILE:
-            fails.append(f"{f} has {c} questions (> {MAX_PER_FILE})")
-
-    sources, tables = (docs, web_rows, web_joined), (ABSENT, WEB, WEB_ABSENT)
-    return dq.check_and_report(HERE, rows, sources, tables, SPLITS, fails, warns, 60, 20)
+def split(rows):
+    """Row index -> split: make_questions.py's seeded shuffle, recomputed from the rows."""
+    return dq.seeded_splits(rows, mq.SEED, mq.DIAGNOSIS)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(dq.check_seeded(HERE, "docs6qa", split, WANT, (ABSENT, WEB, WEB_ABSENT), 60, 20, MAX_PER_FILE))

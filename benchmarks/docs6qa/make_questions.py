@@ -13,7 +13,6 @@ held out. Writes questions.jsonl (all rows), questions.diagnosis.jsonl, question
 and questions.dev.jsonl (= the diagnosis rows, the default file name read by a tool).
 """
 
-import random
 import sys
 from pathlib import Path
 
@@ -408,29 +407,5 @@ UNANSWERABLE = [
 ]
 
 
-def stratum(row):
-    return "answerable" if row["answerable"] else ("web" if row["answer_in_web"] else "none")
-
-
-def assign_splits(rows):
-    """Row index -> "diagnosis" / "heldout" by the seeded shuffle described in the module docstring."""
-    rng = random.Random(SEED)
-    out = {}
-    for st in ("answerable", "web", "none"):
-        idx = [i for i, r in enumerate(rows) if stratum(r) == st]
-        rng.shuffle(idx)
-        for k, i in enumerate(idx):
-            out[i] = "diagnosis" if k < DIAGNOSIS[st] else "heldout"
-    return out
-
-
-def main():
-    rows = dq.make_rows(PREFIX, ANSWERABLE, UNANSWERABLE, lambda i: None)
-    splits = assign_splits(rows)
-    for i, r in enumerate(rows):
-        r["split"] = splits[i]
-    dq.write_index_splits(HERE, rows)
-
-
 if __name__ == "__main__":
-    main()
+    dq.write_seeded(HERE, PREFIX, ANSWERABLE, UNANSWERABLE, SEED, DIAGNOSIS)

@@ -88,12 +88,14 @@ def title_of(text, name):
     return name
 
 
-def main():
+def main(prefix="uvicorn", out=HERE / "web.jsonl"):
+    """Build web.jsonl from the command line; ``prefix`` and ``out`` are the defaults of ``--prefix`` and ``--out``
+    (another folder's build_web.py passes its own)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("gitdir")
     parser.add_argument("rev", nargs="?", default="HEAD")
-    parser.add_argument("--prefix", default="uvicorn", help="row ids are PREFIX-<file>-<n>")
-    parser.add_argument("--out", type=Path, default=HERE / "web.jsonl")
+    parser.add_argument("--prefix", default=prefix, help="row ids are PREFIX-<file>-<n>")
+    parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args()
     gitdir, rev, prefix = args.gitdir, args.rev, args.prefix
     files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", rev, "docs").split() if f.endswith(".md")]
