@@ -44,20 +44,6 @@ def not_stated(result: Result, withheld: bool = False) -> str:
     return f"Not found in {where}: the reader found no answer in the {passages}."
 
 
-def read_anew(reply: Generation, shared: int) -> int:
-    """Of a question's later prompt (a check, a judge, a second ask), the tokens the reader read anew.
-
-    The engine keeps the previous prompt's tokens and reads only what follows their common start: the prompt's
-    tokens less those it says it had cached (:attr:`crag_cli.generator.Generation.cached_tokens`), or, when it does
-    not say, less ``shared`` (the tokens this prompt is known to share with the one before).
-
-    >>> read_anew(Generation("Yes", 300, 1, cached_tokens=260), 0), read_anew(Generation("Yes", 300, 1), 280)
-    (40, 20)
-    """
-    cached = reply.cached_tokens if reply.cached_tokens is not None else shared
-    return max(reply.prompt_tokens - cached, 0)
-
-
 class GenerationStep:
     """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
     what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error).
@@ -81,9 +67,23 @@ class GenerationStep:
         gen = self.generator.generate(messages, max_tokens, on_token)
         return clean_answer(gen.text, task), kept, gen
 
+    def _read_anew(self, reply: Generation, shared: tuple[list[KnowledgeItem], str] | None = None) -> int:
+        """Of a question's later prompt (a check, a judge, a second ask), the tokens the reader read anew.
+
+        The engine keeps the previous prompt's tokens and reads only what follows their common start: the prompt's
+        tokens less those it says it had cached (:attr:`crag_cli.generator.Generation.cached_tokens`); when it does
+        not say, less the start this prompt is known to share with the one before: the prompt over ``shared``'s
+        knowledge and task without its last line (none when ``shared`` is ``None``).
+        """
+        cached = reply.cached_tokens
+        if cached is None:
+            start = build_messages(self.result.question, *shared, instruction="") if shared is not None else None
+            cached = self.generator.count_tokens(start) if start is not None else 0
+        return max(reply.prompt_tokens - cached, 0)
+
     def _ask_again(self, items: list[KnowledgeItem], task: str) -> tuple[str, list[KnowledgeItem], int] | None:
         """The answer to ``task``'s prompt over the same knowledge, the knowledge kept and the prompt's tokens read
-        anew (:func:`read_anew`: it shares all but its last line with the answer's when the same knowledge fits).
+        anew (:meth:`_read_anew`: it shares all but its last line with the answer's when the same knowledge fits).
 
         ``None`` when that generation fails or answers nothing: the first answer then stands.
         """
@@ -91,15 +91,14 @@ class GenerationStep:
             answer, kept, gen = self._ask(self.result.question, items, task)
         except Exception:  # the first answer stands; a model that fails again fails the next question
             return None
-        shared = self.generator.count_tokens(build_messages(self.result.question, kept, task, instruction=""))
-        return (answer, kept, read_anew(gen, shared)) if answer else None
+        return (answer, kept, self._read_anew(gen, (kept, task))) if answer else None
 
     def _declined(self, task: str, kept: list[KnowledgeItem]) -> bool:
         """Ask ``task``'s :attr:`~crag_cli.prompts.Task.check` over the knowledge ``kept``; when the reader says no,
         the answer becomes no answer (``not_found`` says why, ``reader_answer`` keeps the reader's words).
 
         The check's prompt differs from the answer's only in its last line, so the engine's cached prefix serves it:
-        ``prompt_tokens`` grows by what the reader read anew (:func:`read_anew`), not by the whole prompt.
+        ``prompt_tokens`` grows by what the reader read anew (:meth:`_read_anew`), not by the whole prompt.
         """
         result, t = self.result, TASKS[task]
         question = result.question
@@ -108,8 +107,7 @@ class GenerationStep:
             reply = self.generator.generate(messages, 4)
         except Exception:  # the answer stands; a model that fails again fails the next question
             return False
-        prefix = self.generator.count_tokens(build_messages(question, kept, task, instruction=""))
-        result.prompt_tokens = (result.prompt_tokens or 0) + read_anew(reply, prefix)
+        result.prompt_tokens = (result.prompt_tokens or 0) + self._read_anew(reply, (kept, task))
         result.checked = clean_answer(reply.text, task)
         if not t.declines(result.checked):
             return False
@@ -145,7 +143,7 @@ class GenerationStep:
         no answer read from one was right on the docs folders measured (docs/benchmarks.md).
 
         ``result.judged`` lists the item asked with the reader's verdict. ``prompt_tokens`` adds what the reader
-        read anew (:func:`read_anew`) of the judge's prompt (its start is the answer's, up to the item's end: whole
+        read anew (:meth:`_read_anew`) of the judge's prompt (its start is the answer's, up to the item's end: whole
         when the engine does not say what it had cached) and of the answer's (all but its last line is the judge's).
         """
         result = self.result
@@ -157,16 +155,15 @@ class GenerationStep:
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
                 return None
-        tokens, answers = read_anew(reply, 0), says_yes(reply.text)
+        tokens, answers = self._read_anew(reply), says_yes(reply.text)
         result.judged = [{"source": item.source, "answers": answers}]
         if not answers:
             result.prompt_tokens, result.not_found = before + tokens, not_stated(result)
             return None
         result.not_found, result.reader_answer = None, None
-        prefix = self.generator.count_tokens(build_messages(result.question, [item], task, instruction=""))
         gen = self.generate([item], on_token, check=False)  # sets prompt_tokens to its own prompts'
         if gen is not None:  # what came before, and of the answer's prompt what the judge's had not held
-            anew = read_anew(gen, min(prefix, gen.prompt_tokens)) - gen.prompt_tokens
+            anew = self._read_anew(gen, ([item], task)) - gen.prompt_tokens
             result.prompt_tokens = (result.prompt_tokens or 0) + before + tokens + anew
         return gen
 
