@@ -38,6 +38,10 @@ DocsArg = Annotated[
 ]
 PassageWordsOpt = Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")]
+DenseOpt = Annotated[
+    bool,
+    typer.Option("--dense/--no-dense", help="Also embed every passage for the dense retriever (all-MiniLM-L6-v2)."),
+]
 IncludeHiddenOpt = Annotated[
     bool, typer.Option("--include-hidden", help="Also read hidden files and folders (.git, .venv, ...).")
 ]
@@ -52,8 +56,9 @@ def index(
     passage_words: PassageWordsOpt = 100,
     force: ForceOpt = False,
     include_hidden: IncludeHiddenOpt = False,
+    dense: DenseOpt = True,
 ) -> None:
-    """Build a BM25 index of a folder of documents; a rebuild reads only new and changed files.
+    """Build a BM25 and dense index of a folder of documents; a rebuild reads only new and changed files.
 
     The index folder must be new, empty or a crag index: crag never replaces a
     folder it did not write, nor the documents folder or one of its parents.
@@ -64,6 +69,15 @@ def index(
 
     if not docs.exists():
         fail(f"no such folder: {docs}")
+    encoder = None
+    if dense:
+        from ..index.dense import MiniLMEncoder
+
+        encoder = MiniLMEncoder()
+        try:
+            encoder.check()
+        except ValueError as exc:
+            fail(str(exc))
     with Progress(
         TextColumn("reading"),
         BarColumn(),
@@ -86,6 +100,7 @@ def index(
                 force=force,
                 progress=on_file,
                 include_hidden=include_hidden,
+                encoder=encoder,
             )
         except CragError as exc:
             report, problem = None, str(exc)
@@ -116,6 +131,8 @@ def _index_report(report, index: Path) -> list[str]:
         f" ({report.read} file(s) read, {report.reused} unchanged taken from the old index)" if report.reused else ""
     )
     skipped = f"; skipped {len(report.skipped)}" if report.skipped else ""
+    if report.dense is not None:
+        lines.append(f"embedded {report.embedded} passage(s) with {report.dense} for the dense retriever")
     lines.append(
         f"indexed {report.documents} documents from {report.files} files into {report.passages} passages "
         f"at {index} in {report.seconds:.1f} s{reused}{skipped}"

@@ -104,6 +104,14 @@ class MiniLMEvaluator:
                 self._remembered.popitem(last=False)
         return np.stack([found[t] for t in texts])
 
+    def encode(self, texts: Sequence[str]):
+        """The embeddings of ``texts``, ``(len(texts), dim)`` float32, computed (none remembered: for texts embedded
+        once, such as an index's passages)."""
+        import numpy as np
+
+        self.load()
+        return np.stack(self._compute(list(texts))) if texts else np.zeros((0, 384), dtype=np.float32)
+
     def _compute(self, texts: list[str]) -> list:
         """The embeddings of ``texts``, in order, in length-sorted forward passes."""
         import torch

@@ -29,24 +29,41 @@ types), ``build`` (building and recovering), ``store`` (the passages), ``load``
 (:class:`BM25Index`).
 """
 
-from .build import BuildReport, build_index, check_index_target
-from .format import (
-    INDEX_ENTRIES,
-    MANIFEST,
-    PASSAGE_OFFSETS,
-    PASSAGES,
-    Hit,
-    IndexUnusableError,
-    NoIndex,
-    Retriever,
-    TokenizerSettings,
-    corrupt,
-    is_crag_index,
-    read_manifest,
-    recover_index,
-)
-from .search import BM25Index, top_k
-from .store import PassageStore, write_passages
+import importlib
+
+_WHERE = {  # each public name and its module, imported when first asked for: a light submodule (``dense``'s names
+    # for the settings) does not pull in the builder, BM25 and NumPy
+    "BuildReport": "build",
+    "build_index": "build",
+    "check_index_target": "build",
+    "INDEX_ENTRIES": "format",
+    "MANIFEST": "format",
+    "PASSAGE_OFFSETS": "format",
+    "PASSAGES": "format",
+    "Hit": "format",
+    "IndexUnusableError": "format",
+    "NoIndex": "format",
+    "Retriever": "format",
+    "TokenizerSettings": "format",
+    "corrupt": "format",
+    "is_crag_index": "format",
+    "read_manifest": "format",
+    "recover_index": "format",
+    "BM25Index": "search",
+    "Retrieval": "search",
+    "fuse": "search",
+    "top_k": "search",
+    "PassageStore": "store",
+    "write_passages": "store",
+    "RETRIEVALS": "dense",
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+
 
 __all__ = [
     "BM25Index",
@@ -59,6 +76,9 @@ __all__ = [
     "PASSAGES",
     "PASSAGE_OFFSETS",
     "PassageStore",
+    "RETRIEVALS",
+    "Retrieval",
+    "fuse",
     "Retriever",
     "TokenizerSettings",
     "build_index",

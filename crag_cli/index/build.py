@@ -21,9 +21,9 @@ if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses 
 
 from .format import (
     BM25_DIR,
+    check_index_target,
     FORMAT_VERSION,
     REUSABLE_VERSIONS,
-    INDEX_ENTRIES,
     MANIFEST,
     PASSAGE_OFFSETS,
     PASSAGES,
@@ -32,6 +32,7 @@ from .format import (
     is_crag_index,
     recover_index,
 )
+from .dense import DENSE_DIR, DenseInfo, Encoder, write_dense
 from .load import load_index
 from .store import PassageStore, _index_text, row_spans, write_passages
 
@@ -49,6 +50,8 @@ class BuildReport:
     cleaned: int = 0  # temporaries of killed runs removed
     read: int = 0  # files read and tokenized
     reused: int = 0  # files whose passages and term counts came from the old index
+    embedded: int = 0  # passages embedded for the dense part (the others' vectors came from the old index)
+    dense: str | None = None  # the encoder of the dense part; None when the index has none
 
 
 def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params) -> dict:
@@ -72,49 +75,6 @@ def _identity(source: dict) -> tuple:
     return (source.get("path"), source.get("size"), source.get("sha256"), source.get("document_type"))
 
 
-def check_index_target(docs: Path, index_dir: Path) -> None:
-    """Refuse an index location that would replace or delete anything crag did not write.
-
-    Raises
-    ------
-    IndexUnusableError
-        When ``index_dir`` is an existing file, an existing folder that is neither
-        empty nor a crag index, the documents folder itself or one of its parents.
-    """
-    docs, index_dir = Path(docs), Path(index_dir)
-    try:
-        real_docs, real_index = docs.resolve(strict=False), index_dir.resolve(strict=False)
-    except (OSError, RuntimeError) as exc:  # a symbolic link loop
-        raise IndexUnusableError(f"cannot resolve {index_dir} or {docs}: {exc}") from None
-    if real_index == real_docs or real_index in real_docs.parents:
-        raise IndexUnusableError(
-            f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
-        )
-    cwd = Path.cwd().resolve()
-    if real_index == cwd or real_index in cwd.parents:
-        raise IndexUnusableError(
-            f"--index {index_dir} is the current folder or one of its parents: a rebuild replaces the index "
-            "folder, so give one below it (such as --index .crag-index)"
-        )
-    if index_dir.is_symlink():
-        raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
-    if index_dir.exists() and not index_dir.is_dir():
-        raise IndexUnusableError(f"--index {index_dir} is a file, not an index folder: crag leaves it alone")
-    files.check_name_length(index_dir)
-    if index_dir.is_dir() and not is_crag_index(index_dir):
-        try:
-            names = sorted(entry.name for entry in index_dir.iterdir())
-        except OSError as exc:
-            raise IndexUnusableError(f"cannot read --index {index_dir}: {exc.strerror or exc}") from None
-        foreign = [n for n in names if n not in INDEX_ENTRIES] or names
-        if names:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise IndexUnusableError(
-                f"--index {index_dir} is a folder that is not a crag index (it holds {shown}): "
-                "crag replaces only its own index folders; choose a new or empty folder"
-            )
-
-
 @dataclass
 class _OldIndex:
     """An existing index whose passages and term counts a rebuild can take over."""
@@ -123,6 +83,12 @@ class _OldIndex:
     sources: dict[str, dict]  # by path: size, sha256, passages [start, end), ...
     passages: "PassageStore"
     terms: TermMatrix
+    vectors: object = None  # the dense part's rows, when it has one
+
+    def vectors_by(self, encoder: Encoder | None):
+        """The old vectors when ``encoder`` made them (a rebuild copies them); else ``None``."""
+        info = DenseInfo.of(self.manifest)
+        return self.vectors if encoder is not None and info is not None and info.encoder == encoder.name else None
 
 
 def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings) -> _OldIndex | None:
@@ -151,7 +117,7 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
     if not usable:
         passages.close()
         return None
-    return _OldIndex(manifest, sources, passages, terms)
+    return _OldIndex(manifest, sources, passages, terms, loaded.vectors)
 
 
 def _source_entry(path: Path, rel: str, previous: dict | None) -> dict:
@@ -184,8 +150,13 @@ def build_index(
     force: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     include_hidden: bool = False,
+    encoder: Encoder | None = None,
 ) -> BuildReport:
     """Read ``docs``, split into passages, and write a BM25 index to ``index_dir``.
+
+    With an ``encoder``, every passage is also embedded (the index's dense part,
+    :mod:`crag_cli.index.dense`): only the new and changed files' passages when
+    the old index's vectors are by the same encoder.
 
     ``index_dir`` must be new, an empty folder or a crag index (see
     :func:`check_index_target`); it is never the documents folder or one of its
@@ -221,7 +192,19 @@ def build_index(
     with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
         recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
         return _build_locked(
-            _Build(docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start)
+            _Build(
+                docs,
+                index_dir,
+                shown,
+                passage_words,
+                tokenizer,
+                params,
+                force,
+                progress,
+                include_hidden,
+                start,
+                encoder,
+            )
         )
 
 
@@ -239,6 +222,7 @@ class _Build:
     progress: Callable | None
     include_hidden: bool
     start: float
+    encoder: Encoder | None = None
 
 
 def _build_locked(job: _Build) -> BuildReport:
@@ -262,6 +246,7 @@ def _build_locked(job: _Build) -> BuildReport:
             and old is not None
             and _content(old.manifest["sources"]) == _content(sources)
             and all(old.manifest.get(k) == v for k, v in settings.items())
+            and _dense_name(old.manifest) == (job.encoder.name if job.encoder is not None else None)
         ):
             m = old.manifest
             skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in m.get("skipped", []) if isinstance(s, dict)]
@@ -274,11 +259,18 @@ def _build_locked(job: _Build) -> BuildReport:
                 time.perf_counter() - job.start,
                 **left_out,
                 reused=len(listing.paths),
+                dense=_dense_name(m),
             )
         return _write_index(job, listing, sources, settings, old, left_out)
     finally:
         if old is not None:
             old.passages.close()
+
+
+def _dense_name(manifest: dict) -> str | None:
+    """The encoder of an index's dense part; ``None`` when it has none."""
+    info = DenseInfo.of(manifest)
+    return info.encoder if info is not None else None
 
 
 def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list, int, int, int]:
@@ -377,8 +369,13 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             src["passages"] = [at, at + len(piece)]
             at += len(piece)
         write_passages(pieces, tmp / PASSAGES, tmp / PASSAGE_OFFSETS, old.passages if old is not None else None)
+        dense, embedded = (None, 0)
+        if job.encoder is not None:
+            reuse = old.vectors_by(job.encoder) if old is not None else None
+            dense, embedded = write_dense(pieces, old, reuse, job.encoder, tmp / DENSE_DIR, job.progress)
         manifest = {
             **settings,
+            **({"dense": dense.to_dict()} if dense is not None else {}),
             "sources": sources,
             "passage_count": total,
             "document_count": documents,
@@ -415,6 +412,8 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
         **left_out,
         read=read,
         reused=reused,
+        embedded=embedded,
+        dense=dense.encoder if dense is not None else None,
     )
 
 

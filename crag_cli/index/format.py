@@ -12,6 +12,8 @@ from .. import files
 from ..bm25 import FILES as TERM_FILES
 from ..corpus import Passage
 from ..errors import CragError, one_line
+from .dense import DENSE_DIR
+from .dense import FILES as DENSE_FILES
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -24,7 +26,7 @@ PASSAGES = "passages.jsonl"
 PASSAGE_OFFSETS = "passages.offsets.npy"
 BM25_DIR = "bm25"
 INDEX_ENTRIES = frozenset(
-    {MANIFEST, PASSAGES, PASSAGE_OFFSETS, BM25_DIR}
+    {MANIFEST, PASSAGES, PASSAGE_OFFSETS, BM25_DIR, DENSE_DIR}
 )  # everything crag writes into an index folder
 
 
@@ -119,7 +121,8 @@ def _stemmer(name: str | None):
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage with its BM25 score and 1-based rank.
+    """One retrieved passage with its BM25 score and 1-based rank (among every passage holding a question term;
+    one holding none ranks after them all).
 
     ``support`` is the share of the question's term weight that the passage
     holds (:func:`crag_cli.bm25.term_support`), or ``None`` where the retriever
@@ -130,6 +133,8 @@ class Hit:
     score: float
     rank: int
     support: float | None = None
+    cosine: float | None = None  # the question's cosine with the passage (the dense part), where the index has one
+    dense_rank: int | None = None  # its 1-based rank by that cosine over the whole index
 
 
 class Retriever(Protocol):
@@ -165,9 +170,9 @@ def is_crag_index(path: Path) -> bool:
 
     That is: a real folder (not a link) holding only ``manifest.json`` (a JSON object
     with crag's format version, passage count, tokenizer and sources),
-    ``passages.jsonl``, ``passages.offsets.npy`` and ``bm25/`` (the term matrix's
+    ``passages.jsonl``, ``passages.offsets.npy``, ``bm25/`` (the term matrix's
     files, or the ``*.index.npy`` / ``*.index.json`` files of bm25s that format 1
-    wrote). This is the only kind of folder ``crag index`` replaces; one holding
+    wrote) and ``dense/`` (the passages' vectors). This is the only kind of folder ``crag index`` replaces; one holding
     anything else (a user's file dropped into it, a web app's own
     ``manifest.json``) is never touched.
     """
@@ -192,6 +197,12 @@ def is_crag_index(path: Path) -> bool:
                     entry.is_file(follow_symlinks=False)
                     and (name in TERM_FILES or name.endswith((".index.npy", ".index.json")))
                 ):
+                    return False
+        if DENSE_DIR in entries:  # the passages' vectors (crag_cli.index.dense)
+            if not entries[DENSE_DIR].is_dir(follow_symlinks=False):
+                return False
+            for entry in os.scandir(path / DENSE_DIR):
+                if not (entry.is_file(follow_symlinks=False) and entry.name in DENSE_FILES):
                     return False
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -316,3 +327,46 @@ def recover_index(index_dir: Path) -> str | None:
             return "finished an interrupted rebuild"
         return "rolled back an interrupted rebuild to the previous index"
     return None
+
+
+def check_index_target(docs: Path, index_dir: Path) -> None:
+    """Refuse an index location that would replace or delete anything crag did not write.
+
+    Raises
+    ------
+    IndexUnusableError
+        When ``index_dir`` is an existing file, an existing folder that is neither
+        empty nor a crag index, the documents folder itself or one of its parents.
+    """
+    docs, index_dir = Path(docs), Path(index_dir)
+    try:
+        real_docs, real_index = docs.resolve(strict=False), index_dir.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symbolic link loop
+        raise IndexUnusableError(f"cannot resolve {index_dir} or {docs}: {exc}") from None
+    if real_index == real_docs or real_index in real_docs.parents:
+        raise IndexUnusableError(
+            f"the index folder {index_dir} would hold the documents {docs}: choose a folder outside them"
+        )
+    cwd = Path.cwd().resolve()
+    if real_index == cwd or real_index in cwd.parents:
+        raise IndexUnusableError(
+            f"--index {index_dir} is the current folder or one of its parents: a rebuild replaces the index "
+            "folder, so give one below it (such as --index .crag-index)"
+        )
+    if index_dir.is_symlink():
+        raise IndexUnusableError(f"--index {index_dir} is a symbolic link: give the folder itself")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise IndexUnusableError(f"--index {index_dir} is a file, not an index folder: crag leaves it alone")
+    files.check_name_length(index_dir)
+    if index_dir.is_dir() and not is_crag_index(index_dir):
+        try:
+            names = sorted(entry.name for entry in index_dir.iterdir())
+        except OSError as exc:
+            raise IndexUnusableError(f"cannot read --index {index_dir}: {exc.strerror or exc}") from None
+        foreign = [n for n in names if n not in INDEX_ENTRIES] or names
+        if names:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise IndexUnusableError(
+                f"--index {index_dir} is a folder that is not a crag index (it holds {shown}): "
+                "crag replaces only its own index folders; choose a new or empty folder"
+            )

@@ -34,6 +34,7 @@ from .format import (
     check_manifest,
     corrupt,
 )
+from .dense import DENSE_DIR, VECTORS, DenseInfo, as_rows
 from .store import PassageStore
 
 ATTEMPTS = 20  # loads begun again because a rebuild replaced the folder meanwhile
@@ -53,6 +54,7 @@ class Loaded:
     manifest: dict
     passages: PassageStore
     terms: TermMatrix
+    vectors: object = None  # (passages, dim) float16, mapped: the dense part's, None when the index has none
 
 
 def load_index(index_dir: Path, versions: tuple[int, ...] = (FORMAT_VERSION,)) -> Loaded:
@@ -96,6 +98,9 @@ def _open_all(index_dir: Path, versions: tuple[int, ...], fds: dict[str, int]) -
         folders.append(os.open(BM25_DIR, _FOLDER, dir_fd=folders[0]))
         for name in _TERMS:
             fds[f"{BM25_DIR}/{name}"] = os.open(name, _FILE, dir_fd=folders[1])
+        if DenseInfo.of(manifest) is not None:
+            folders.append(os.open(DENSE_DIR, _FOLDER, dir_fd=folders[0]))
+            fds[f"{DENSE_DIR}/{VECTORS}"] = os.open(VECTORS, _FILE, dir_fd=folders[2])
         return manifest
     except OSError as exc:
         if isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not (
@@ -129,6 +134,8 @@ def _read(index_dir: Path, manifest: dict, fds: dict[str, int]) -> Loaded:
         passages = PassageStore(index_dir / PASSAGES, offsets, fd=fds.pop(PASSAGES))
         arrays = [_map(fds[f"{BM25_DIR}/{name}"]) for name in (INDPTR, INDICES, TF, WEIGHTS)]
         terms = TermMatrix.of_parts(_read_bytes(fds[f"{BM25_DIR}/{VOCAB}"]), arrays)
+        info = DenseInfo.of(manifest)
+        vectors = None if info is None else as_rows(_map(fds[f"{DENSE_DIR}/{VECTORS}"]), info, len(passages))
     except Exception as exc:
         if passages is not None:
             passages.close()
@@ -136,7 +143,7 @@ def _read(index_dir: Path, manifest: dict, fds: dict[str, int]) -> Loaded:
     if len(passages) != manifest["passage_count"] or terms.n != len(passages):
         passages.close()
         raise corrupt(index_dir, "passage count does not match the manifest")
-    return Loaded(manifest, passages, terms)
+    return Loaded(manifest, passages, terms, vectors)
 
 
 def _read_bytes(fd: int) -> bytes:

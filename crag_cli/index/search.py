@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..bm25 import TermMatrix
 from ..corpus import Passage
+from ..refine import RRF_CONSTANT
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
 
 
-from .format import Hit, TokenizerSettings, corrupt
+from .dense import RETRIEVALS
+from .format import Hit, IndexUnusableError, TokenizerSettings, corrupt
 from .load import load_index
 
 
@@ -47,19 +49,49 @@ def top_k(scores, k: int) -> list[int]:
     return [int(i) for i in candidates[order]]
 
 
-class BM25Index:
-    """A loaded index: passages (read on demand) plus the memory-mapped term matrix."""
+FUSED_DEPTH = 50  # each retriever's passages that the fusion ranks
 
-    def __init__(self, path: Path, manifest: dict, passages: Sequence[Passage], terms: TermMatrix) -> None:
+
+def fuse(rankings: Sequence[Sequence[int]], k: int, constant: int = RRF_CONSTANT) -> list[int]:
+    """Reciprocal-rank fusion: items by the sum of ``1 / (constant + rank)`` over the rankings that hold them.
+
+    Ties keep the order in which the items first appear (the first ranking first).
+
+    Examples
+    --------
+    >>> fuse([[1, 2, 3], [3, 4, 1]], 3)
+    [1, 3, 2]
+    """
+    total: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            total[item] = total.get(item, 0.0) + 1.0 / (constant + rank)
+    return sorted(total, key=lambda item: -total[item])[:k]
+
+
+class BM25Index:
+    """A loaded index: passages (read on demand), the memory-mapped term matrix and, where it has one, the dense
+    part's vectors (searched by :meth:`fused` and :meth:`dense`; ``encoder`` embeds the question)."""
+
+    def __init__(
+        self, path: Path, manifest: dict, passages: Sequence[Passage], terms: TermMatrix, vectors=None, encoder=None
+    ) -> None:
         self.path = Path(path)
         self.manifest = manifest
         self.passages = passages
         self.terms = terms
         self.term_id = {t: i for i, t in enumerate(terms.vocab)}
         self.tokenizer = TokenizerSettings(**manifest["tokenizer"])
+        self.vectors = vectors
+        self._encoder = encoder
+
+    @property
+    def has_dense(self) -> bool:
+        """Whether the index has a dense part."""
+        return self.vectors is not None
 
     @classmethod
-    def load(cls, path: Path) -> "BM25Index":
+    def load(cls, path: Path, encoder=None) -> "BM25Index":
         """Load an index written by :func:`build_index`; a clear :class:`IndexUnusableError` if it is not usable.
 
         The term matrix and the passage offsets are memory-mapped, the passages
@@ -70,7 +102,7 @@ class BM25Index:
         one, whole (:func:`.load.load_index`).
         """
         loaded = load_index(Path(path))
-        index = cls(path, loaded.manifest, loaded.passages, loaded.terms)
+        index = cls(path, loaded.manifest, loaded.passages, loaded.terms, loaded.vectors, encoder)
         if len(index.term_id) != len(loaded.terms.vocab):
             loaded.passages.close()
             raise corrupt(index.path, "a term is twice in the vocabulary")
@@ -196,3 +228,91 @@ class BM25Index:
             ]
         except (IndexError, ValueError, TypeError, OverflowError) as exc:
             raise corrupt(self.path, exc) from None
+
+    def encoder(self):
+        """What embeds a question for the dense part: the one given, else the encoder its manifest names."""
+        if self._encoder is None:
+            from .dense import DenseInfo, encoder_named
+
+            info = DenseInfo.of(self.manifest)
+            try:
+                self._encoder = encoder_named(info.encoder if info is not None else "")
+            except ValueError as exc:
+                raise IndexUnusableError(f"{self.path}: {exc}") from None
+        return self._encoder
+
+    def cosines(self, query: str, rows: Sequence[int] | None = None):
+        """The cosine of the question's embedding with every passage (or with ``rows``), float32."""
+        from .dense import cosines
+
+        return cosines(self.vectors, self.encoder().encode([query])[0], rows)
+
+    def dense(self, query: str, k: int) -> list[Hit]:
+        """The ``k`` passages nearest the question by cosine (the dense part), with their BM25 features."""
+        return self.fused(query, k, ("dense",))
+
+    def fused(self, query: str, k: int, by: Sequence[str] = ("bm25", "dense")) -> list[Hit]:
+        """The ``k`` best passages by reciprocal-rank fusion (:func:`fuse`) of BM25's and the dense part's top
+        :data:`FUSED_DEPTH` (``by``: the rankings fused; one of them alone is that retriever's top ``k``).
+
+        Every hit carries both retrievers' evidence: its BM25 score, rank and support, its cosine and dense rank.
+        An index without a dense part gives BM25's :meth:`search`.
+        """
+        import numpy as np
+
+        if not self.has_dense:
+            return self.search(query, k)
+        self.encoder()  # (an encoder this crag does not know: its own error)
+        try:
+            tokens = self.tokenizer.tokenize([query])[0]
+            idx, val = self._matched(tokens)
+            positive = val > 0
+            idx, val = idx[positive], val[positive]
+            depth = max(k, FUSED_DEPTH) if len(by) > 1 else k
+            lexical = [int(idx[i]) for i in top_k(val, depth)] if len(val) else []
+            cos = self.cosines(query)
+            nearest = top_k(cos, depth)
+            rows = fuse([lexical if name == "bm25" else nearest for name in by], k)
+            bm25 = dict(zip(idx.tolist(), val.tolist()))
+            scores = np.array([bm25.get(r, 0.0) for r in rows], dtype=np.float32)
+            bm25_rank = [int((val > s).sum()) + 1 if s > 0 else len(val) + 1 for s in scores]
+            dense_rank = [int((cos > cos[r]).sum()) + 1 for r in rows]
+            support = self._support(tokens, rows)
+            return [
+                Hit(self.passages[r], float(s), br, float(sup), float(cos[r]), dr)
+                for r, s, br, sup, dr in zip(rows, scores, bm25_rank, support, dense_rank)
+            ]
+        except (IndexError, ValueError, TypeError, OverflowError) as exc:
+            raise corrupt(self.path, exc) from None
+
+
+class Retrieval:
+    """An index as the pipeline searches it: by the retrievers the setting ``retrieval`` names.
+
+    ``fused``: BM25 and the dense part by reciprocal rank (:meth:`BM25Index.fused`); ``bm25`` or ``dense``: that
+    one alone. Every hit carries both retrievers' evidence where the index has a dense part; an index without one
+    is searched by BM25 whatever is asked (:attr:`by` says what was used).
+    """
+
+    def __init__(self, index: BM25Index, retrieval: str) -> None:
+        if retrieval not in RETRIEVALS:
+            raise ValueError(f"unknown retrieval {retrieval!r}: choose from {', '.join(RETRIEVALS)}")
+        self.index = index
+        self.by = retrieval if index.has_dense else "bm25"
+
+    @property
+    def manifest(self) -> dict:
+        return self.index.manifest
+
+    @property
+    def dense(self) -> bool:
+        """Whether the hits carry the dense part's evidence (cosine, dense rank)."""
+        return self.index.has_dense
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        if not self.index.has_dense:
+            return self.index.search(query, k)
+        return self.index.fused(query, k, ("bm25", "dense") if self.by == "fused" else (self.by,))
+
+    def text_support(self, query: str, texts: Sequence[str]) -> list[float]:
+        return self.index.text_support(query, texts)
