@@ -5,7 +5,7 @@ from __future__ import annotations
 from .actions import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
 from .generator import Generator, ReaderOptions, backend
-from .index import BM25Index, NoIndex
+from .index import BM25Index, NoIndex, Retrieval
 from .pipeline import Pipeline
 from .reading import ReadingPolicy
 from .settings import Settings
@@ -63,6 +63,11 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator
     return build_web_corrector(settings, evaluator, rewriter, th)
 
 
+def retriever(settings: Settings, index: BM25Index | None = None) -> Retrieval:
+    """The index of ``settings`` (or ``index``, loaded), searched as the setting ``retrieval`` says."""
+    return Retrieval(index if index is not None else BM25Index.load(settings.index), settings.retrieval)
+
+
 def pipeline(
     settings: Settings,
     with_generator: bool = True,
@@ -87,7 +92,7 @@ def pipeline(
     ev = evaluator(settings)
     gen = generator(settings) if with_generator else None
     return Pipeline(
-        retriever=index or (BM25Index.load(settings.index) if retrieve else NoIndex()),
+        retriever=retriever(settings, index) if retrieve else NoIndex(),
         evaluator=ev,
         thresholds=th,
         generator=gen,

@@ -11,10 +11,9 @@ changes answers (what ``--resume`` compares). From that one declaration follow
   from: a bad value is one error that names the setting, the value and where it
   came from.
 
-Types, ranges and choices are checked by pydantic; :mod:`crag_cli.config`
-reads the four layers (one ``TypeAdapter`` per field, so that an error can name
-the layer its value came from) and merges them; :mod:`crag_cli.settings_info`
-reads the declarations back (groups, options, help lines, the docs table).
+Types, ranges and choices are checked by pydantic; :mod:`crag_cli.config` reads the four layers (one
+``TypeAdapter`` per field, so that an error names the layer its value came from) and merges them;
+:mod:`crag_cli.settings_info` reads the declarations back (groups, options, help lines, the docs table).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from .actions import PRESETS
 from .evaluator.base import PRECISIONS
 from .generator.backends import backend
+from .index.dense import RETRIEVALS
 from .models import DEFAULT_MODEL, EMBEDDED
 from .prompts import TASK_CHOICES
 from .refine import RANKINGS, STRIP_MODES
@@ -82,6 +82,14 @@ class Settings(BaseModel):
     index: Path = setting(Path(".crag-index"), "Index directory.", "index", answers=True, everyday=True)
     top_k: int = setting(
         10, "Passages to retrieve.", "retrieval", ("-k", "--top-k"), answers=True, everyday=True, ge=1, le=1000
+    )
+    retrieval: Literal[RETRIEVALS] = setting(  # type: ignore[valid-type]
+        "fused",
+        "Retriever: fused (BM25 and the dense part), bm25 or dense.",
+        "retrieval",
+        answers=True,
+        why="fused: reciprocal rank over BM25's and the dense part's top 50 (crag index embeds every passage); an "
+        "index made with --no-dense is searched by BM25 alone (docs/benchmarks.md).",
     )
     evaluator: str = setting(
         "minilm",

@@ -12,6 +12,7 @@ from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transform
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
 from .cosine import TRAINED_LENGTH, MiniLMEvaluator
 from .evidence import EvidenceFit, read_evidence
+from .fused import FusedFit, read_fused
 from .t5 import T5Evaluator
 
 
@@ -316,6 +317,11 @@ class CrossEncoderEvaluator:
     def evidence(self) -> EvidenceFit | None:
         """The combined evidence stored with it (:mod:`crag_cli.evaluator.evidence`), or ``None``; read when asked."""
         return read_evidence(read_trained(self.path), self.path)
+
+    @property
+    def fused(self) -> FusedFit | None:
+        """The fused evaluator's fit stored with it (:mod:`crag_cli.evaluator.fused`), or ``None``; read when asked."""
+        return read_fused(read_trained(self.path), self.path)
 
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         return self.score_logits(pairs)[0]
