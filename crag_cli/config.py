@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import one_line
+from .generator.wire import shown_url
 from .jsonl import has_surrogate
 from .settings import Settings, SettingsError
 from .settings_info import choices, field_names, flag, optional, value_type
@@ -92,6 +93,8 @@ def coerce(name: str, value: Any, source: str) -> Any:
 
 
 def _bad(name: str, value: Any, source: str, problem: str) -> str:
+    if isinstance(value, str) and name.endswith("_url"):
+        value = shown_url(value)  # a password in a URL is never shown
     return f"bad value {value!r} for {name} (from {source}): {problem}"
 
 
