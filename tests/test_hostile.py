@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Callable
@@ -1043,3 +1044,26 @@ def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+# ----------------------------------------------------------------------------- issue 78: a config FIFO
+
+
+def test_a_config_path_that_is_a_fifo_is_one_line_at_once(built_index, tmp_path):
+    fifo = tmp_path / "crag.fifo"
+    os.mkfifo(fifo)
+    outcome: list = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(
+            invoke("ask", "Capital?", "--index", built_index, env={"CRAG_CONFIG": str(fifo)})
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # it waits for a writer: be one, so that the test ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail("a config FIFO with no writer held crag")
+    one_error_line(outcome[0], f"config file {fifo} is not a regular file")
+    one_error_line(invoke("--config", "/dev/zero", "ask", "Capital?", "--index", built_index), "not a regular file")
