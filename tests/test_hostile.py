@@ -1046,7 +1046,7 @@ def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
     assert proc.stdout.strip() == "[]", proc.stdout
 
 
-# ----------------------------------------------------------------------------- issue 78: a config FIFO
+# ----------------------------------------------------------------------------- issue 78: a config FIFO, a huge line
 
 
 def test_a_config_path_that_is_a_fifo_is_one_line_at_once(built_index, tmp_path):
@@ -1067,3 +1067,30 @@ def test_a_config_path_that_is_a_fifo_is_one_line_at_once(built_index, tmp_path)
         pytest.fail("a config FIFO with no writer held crag")
     one_error_line(outcome[0], f"config file {fifo} is not a regular file")
     one_error_line(invoke("--config", "/dev/zero", "ask", "Capital?", "--index", built_index), "not a regular file")
+
+
+def test_a_question_line_of_50_mb_is_its_error_record_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    from crag_cli.records import Questions
+
+    path = tmp_path / "q.jsonl"
+    with path.open("wb") as f:
+        f.write(b'{"id": "a", "question": "Capital of France?"}\n{"id": "huge", "question": "')
+        for _ in range(50):
+            f.write(b"word " * 209_716)  # 1 MB: 50 MB in all
+        f.write(b'"}\n{"id": "b", "question": "Capital of Peru?"}\n')
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        lines = list(Questions(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(q.id, q.error) for q in lines] == [
+        ("a", None),
+        ("line-2", "line longer than 1 MiB: not read"),
+        ("b", None),
+    ]
+    assert peak < 8 << 20, peak  # the 1 MiB a line may be, not the line
+    assert time.perf_counter() - started < 5
