@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tomllib
 import typing
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Mapping
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import one_line
+from .generator.wire import shown_url
 from .jsonl import has_surrogate
 from .settings import Settings, SettingsError
 from .settings_info import choices, field_names, flag, optional, value_type
@@ -92,6 +94,8 @@ def coerce(name: str, value: Any, source: str) -> Any:
 
 
 def _bad(name: str, value: Any, source: str, problem: str) -> str:
+    if isinstance(value, str) and name.endswith("_url"):
+        value = shown_url(value)  # a password in a URL is never shown
     return f"bad value {value!r} for {name} (from {source}): {problem}"
 
 
@@ -105,17 +109,37 @@ def _finite_text(text: str) -> bool:
 def read_config(path: Path) -> dict[str, Any]:
     """Read a ``crag.toml`` file into ``{setting: value}``, every value validated."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
+        data = tomllib.loads(_config_text(Path(path)))
     except FileNotFoundError:
         raise SettingsError(f"config file not found: {path}") from None
     except IsADirectoryError:
         raise SettingsError(f"config file {path} is a folder") from None
     except RecursionError:
         raise SettingsError(f"cannot read config file {path}: nested too deeply") from None
+    except SettingsError:
+        raise
     except (OSError, ValueError, MemoryError) as exc:  # TOMLDecodeError, bad UTF-8, a number past int()'s digit limit
         raise SettingsError(f"cannot read config file {path}: {one_line(exc)}") from None
     source = f"config file {path}"
     return {name: coerce(name, value, source) for name, value in _config_values(data).items()}
+
+
+def _config_text(path: Path) -> str:
+    """The text of config file ``path``, which must be a regular file: a FIFO, a device or a socket is refused
+    before it is opened, and one put in the file's place after that check cannot hold the reading (the file is
+    opened without blocking and checked again)."""
+    _regular(path, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        _regular(path, os.fstat(fd).st_mode)
+        return f.read().decode("utf-8-sig")
+
+
+def _regular(path: Path, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(mode):
+        raise SettingsError(f"config file {path} is not a regular file (a pipe, a device or a socket)")
 
 
 def _config_values(data: Mapping[str, Any]) -> dict[str, Any]:

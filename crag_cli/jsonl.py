@@ -12,7 +12,9 @@ error record, a skipped line, one ``crag: error:`` line) and goes on.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import IO, Any, Iterator
+
+STEP = 64 << 10  # the bytes read at a time past a line's bound, skipping to its end
 
 
 class BadLine(ValueError):
@@ -35,6 +37,28 @@ def decode(raw: bytes | str, first: bool = False) -> str:
     if has_surrogate(raw):
         raise BadLine("line is not valid Unicode (a lone surrogate)")
     return raw
+
+
+def bounded_lines(f: IO[bytes], max_bytes: int) -> Iterator[bytes | None]:
+    """The lines of the binary file ``f`` (their ends included), each read only up to ``max_bytes`` before its end
+    of line: a longer line is ``None``, read past to its end :data:`STEP` bytes at a time and never held.
+
+    Examples
+    --------
+    >>> import io
+    >>> list(bounded_lines(io.BytesIO(b"abcd\\n" + b"x" * 10 + b"\\ncd"), 4))
+    [b'abcd\\n', None, b'cd']
+    """
+    while True:
+        line = f.readline(max_bytes + 1)
+        if not line:
+            return
+        if len(line) <= max_bytes or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = f.readline(STEP)
+        yield None
 
 
 def has_surrogate(text: str) -> bool:

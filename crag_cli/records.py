@@ -17,6 +17,7 @@ from .result import Result
 from .prompts import TASK_CHOICES as VALID_TASKS
 
 JSON_BLANK = b" \t\r\n"  # JSON's white space: a line of nothing else is blank
+QUESTION_LINE_BYTES = 1 << 20  # a question line longer than this (1 MiB) is that line's error record, not read
 
 
 def to_record(result: Result) -> dict[str, Any]:
@@ -131,12 +132,17 @@ def read_questions(path: Path) -> Iterator[QuestionLine]:
     malformed, a number too long, nesting too deep, a lone surrogate) or that is
     not a valid question yields a :class:`QuestionLine` with ``error`` set
     (and the id ``line-N``); reading goes on. Lines of JSON white space only (space,
-    tab, CR) are skipped; every other line yields exactly one item. A UTF-8
+    tab, CR) are skipped; every other line yields exactly one item (one longer than
+    :data:`QUESTION_LINE_BYTES` is an error, read past without being held). A UTF-8
     byte-order mark at the start of the file is ignored. The path ``-`` reads
     standard input.
     """
     with nullcontext(sys.stdin.buffer) if str(path) == "-" else open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(jsonl.bounded_lines(f, QUESTION_LINE_BYTES), 1):
+            if raw is None:
+                problem = f"line longer than {QUESTION_LINE_BYTES >> 20} MiB: not read"
+                yield QuestionLine(lineno, f"line-{lineno}", None, None, None, problem)
+                continue
             if not raw.strip(JSON_BLANK):
                 continue
             try:
@@ -217,8 +223,8 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
             return None
         n = 0
         with open(path, "rb") as f:
-            for raw in f:
-                n += bool(raw.strip(JSON_BLANK))
+            for raw in jsonl.bounded_lines(f, QUESTION_LINE_BYTES):  # as read_questions reads them
+                n += raw is None or bool(raw.strip(JSON_BLANK))
                 if limit is not None and n >= limit:
                     break
         return n

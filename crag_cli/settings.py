@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal, Optional
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .actions import PRESETS
 from .evaluator.base import PRECISIONS
 from .generator.backends import backend
+from .generator.wire import url_problem
 from .index.dense import RETRIEVALS
 from .models import DEFAULT_MODEL, EMBEDDED
 from .prompts import TASK_CHOICES
@@ -274,14 +274,13 @@ class Settings(BaseModel):
         why="llama.cpp's llama-server, vLLM, Ollama or any server of the OpenAI chat API (docs/models.md); the "
         "API key, if it needs one, only from the environment variable CRAG_READER_API_KEY.",
     )
-    model: str = setting(
-        DEFAULT_MODEL,
-        "Generator: an embedded model (docs/models.md) or a .gguf path.",
-        "generator",
-        answers=True,
-        everyday=True,
-        why="The embedded models: " + ", ".join(EMBEDDED) + " (docs/models.md).",
+    reader_timeout: float = setting(
+        600.0, "Seconds a --reader-url server has for a whole answer.", "generator", answers=False, gt=0, le=86400
     )
+    model: str = setting(
+        DEFAULT_MODEL, "Generator: an embedded model (docs/models.md) or a .gguf path.", "generator", answers=True,
+        everyday=True, why="The embedded models: " + ", ".join(EMBEDDED) + " (docs/models.md).",
+    )  # fmt: skip
     task: Literal[TASK_CHOICES] = setting(  # type: ignore[valid-type]
         "auto",
         "Prompt; auto: docqa out of the evaluator's domain, else popqa.",
@@ -411,9 +410,9 @@ class Settings(BaseModel):
     def _url(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
+        problem = url_problem(value.strip())
+        if problem is not None:
+            raise ValueError(f"must be an http:// or https:// URL with a host: {problem}")
         return value.strip().rstrip("/")
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Callable
@@ -1043,3 +1044,53 @@ def test_a_worker_leaves_no_named_semaphore_for_python_to_warn_about(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+# ----------------------------------------------------------------------------- issue 78: a config FIFO, a huge line
+
+
+def test_a_config_path_that_is_a_fifo_is_one_line_at_once(built_index, tmp_path):
+    fifo = tmp_path / "crag.fifo"
+    os.mkfifo(fifo)
+    outcome: list = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(
+            invoke("ask", "Capital?", "--index", built_index, env={"CRAG_CONFIG": str(fifo)})
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # it waits for a writer: be one, so that the test ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail("a config FIFO with no writer held crag")
+    one_error_line(outcome[0], f"config file {fifo} is not a regular file")
+    one_error_line(invoke("--config", "/dev/zero", "ask", "Capital?", "--index", built_index), "not a regular file")
+
+
+def test_a_question_line_of_50_mb_is_its_error_record_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    from crag_cli.records import Questions
+
+    path = tmp_path / "q.jsonl"
+    with path.open("wb") as f:
+        f.write(b'{"id": "a", "question": "Capital of France?"}\n{"id": "huge", "question": "')
+        for _ in range(50):
+            f.write(b"word " * 209_716)  # 1 MB: 50 MB in all
+        f.write(b'"}\n{"id": "b", "question": "Capital of Peru?"}\n')
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        lines = list(Questions(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(q.id, q.error) for q in lines] == [
+        ("a", None),
+        ("line-2", "line longer than 1 MiB: not read"),
+        ("b", None),
+    ]
+    assert peak < 8 << 20, peak  # the 1 MiB a line may be, not the line
+    assert time.perf_counter() - started < 5

@@ -14,7 +14,7 @@ from conftest import write_tiny_gguf
 from test_hostile import CHATML
 from test_safety import invoke, one_error_line
 
-from crag_cli.generator import Connection, ModelError, ServedGenerator, served
+from crag_cli.generator import Connection, ModelError, ServedGenerator, connection, served
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -115,7 +115,7 @@ def openai_server():
 
 @pytest.fixture()
 def quick_retries(monkeypatch):
-    monkeypatch.setattr(served, "BACKOFF", 0.01)
+    monkeypatch.setattr(connection, "BACKOFF", 0.01)
 
 
 def run(*args, env=None):

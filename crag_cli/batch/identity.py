@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import files
 from ..generator import backend
+from ..generator.wire import shown_url
 from ..modes import Mode
 from ..version import __version__
 from ..prompts import PROMPT_VERSION
@@ -77,6 +78,7 @@ def run_identity(settings, mode: Mode | str, thresholds, index_manifest: dict) -
         }
     )
     identity = {k: (str(v) if isinstance(v, Path) else v) for k, v in identity.items()}
+    identity |= {k: shown_url(v) for k, v in identity.items() if k.endswith("_url") and isinstance(v, str)}
     if "thresholds" not in unused:
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
     else:

@@ -11,7 +11,9 @@ its package, which is never imported) or a path to any GGUF file.
 Modules: ``base`` (the :class:`Generator` Protocol, :class:`Generation`,
 :class:`ModelError`), ``embedded`` (the embedded models' files: found,
 assembled, verified; :func:`resolve_model`), ``served`` (:class:`ServedGenerator`:
-a model behind an HTTP server), ``engine`` (:class:`EngineGenerator`: crag's
+a model behind an HTTP server), ``connection`` (:class:`Connection`: the HTTP
+connection to that server), ``wire`` (what crag reads of a server, bounded,
+and the secrets it keeps out of what it shows), ``engine`` (:class:`EngineGenerator`: crag's
 in-process llama.cpp server), ``template`` (the chat template's text cut into
 trusted and untrusted pieces), ``backends`` (which reader runs a ``--model`` value:
 :func:`backend`; :func:`~crag_cli.generator.backends.reader_backends`: the plugins' and :data:`BACKENDS`).

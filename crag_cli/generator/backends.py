@@ -138,13 +138,16 @@ class ServedBackend:
     def fingerprint(self, model: str) -> str:
         """The server, the model and what the server says of its build (a resume never mixes two readers)."""
         conn = connection(self.url)
-        return f"{conn.root} {model} {conn.info().fingerprint}"
+        return f"{conn.shown} {model} {conn.info().fingerprint}"
 
     def check(self, model: str) -> None:
         ServedGenerator(connection(self.url), model, 4096, 0.0, 0).load()  # reachable, the key taken, the model there
 
     def create(self, model: str, options: ReaderOptions) -> Generator:
-        return ServedGenerator(connection(self.url), model, options.n_ctx, options.temperature, options.seed)
+        conn = connection(self.url)
+        return ServedGenerator(
+            conn, model, options.n_ctx, options.temperature, options.seed, answer_timeout=options.reader_timeout
+        )
 
 
 BACKENDS: tuple[ReaderBackend, ...] = (EngineBackend(),)

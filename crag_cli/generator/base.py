@@ -37,6 +37,7 @@ class ReaderOptions:
     parallel: int
     gpu_layers: int
     reader_url: str | None
+    reader_timeout: float  # the most seconds one whole answer of a served reader takes
 
     @classmethod
     def of(cls, settings) -> "ReaderOptions":

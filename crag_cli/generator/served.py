@@ -1,9 +1,8 @@
 """A reader behind an HTTP API: llama.cpp's server (crag's own, in this process, or one the user runs) or any
 OpenAI-compatible server (vLLM, Ollama, TGI...).
 
-:class:`Connection` speaks to the server: bounded retries with backoff on a refused connection, 429 and 5xx,
-one clear :class:`~crag_cli.generator.base.ModelError` for everything else, the API key in a header and never in
-a message. :class:`ServedGenerator` is the :class:`~crag_cli.generator.base.Generator` over it.
+:class:`~crag_cli.generator.connection.Connection` speaks to the server (:mod:`.connection`);
+:class:`ServedGenerator` is the :class:`~crag_cli.generator.base.Generator` over it.
 
 Documents and web pages are data: their chat control tokens (``<|im_start|>``...) must stay plain text. A
 llama.cpp server renders the chat template (``/apply-template``) and tokenizes (``/tokenize``) for crag, which
@@ -17,21 +16,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from contextlib import closing
+from typing import Callable
 
-from ..errors import shorten
 from .base import Generation, ModelError
+from .connection import KEY_VARIABLE, Connection, ServerInfo, root_url
 from .template import marks, split_rendered
+from .wire import answer_bound, as_count, as_object, clip, size
 
-KEY_VARIABLE = "CRAG_READER_API_KEY"  # the API key: from the environment only, never a flag or a file
-RETRIES = 4  # further attempts after a refused connection, 429 or 5xx
-BACKOFF = 0.5  # seconds before the first retry, doubled after each
-RETRY_AFTER_MAX = 30.0  # the longest Retry-After crag waits
+__all__ = ["KEY_VARIABLE", "Connection", "ServedGenerator", "ServerInfo", "defuse", "estimate_tokens", "root_url"]
+
 VOCAB_BPE = 2  # llama.cpp's LLAMA_VOCAB_TYPE_BPE: pieces tokenized apart give the ids of the whole
 BYTES_PER_TOKEN = 1.5  # the bound of an uncounted prompt: tokens <= bytes / this (docs/models.md)
 MESSAGE_TOKENS = 8  # and per message, its template's tokens
@@ -81,197 +76,6 @@ def estimate_tokens(messages: list[dict]) -> int:
     return math.ceil(size / BYTES_PER_TOKEN) + MESSAGE_TOKENS * len(messages) + MESSAGE_TOKENS
 
 
-def root_url(url: str) -> str:
-    """The server's root: ``url`` without a trailing ``/`` or ``/v1`` (both spellings are common).
-
-    Examples
-    --------
-    >>> root_url("http://127.0.0.1:8080/v1/")
-    'http://127.0.0.1:8080'
-    """
-    url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
-@dataclass
-class ServerInfo:
-    """What a server said of itself: its kind, its models, the context of one slot, a fingerprint."""
-
-    llama_cpp: bool
-    models: list[str]
-    slot_ctx: int | None = None
-    vocab_type: int | None = None
-    fingerprint: str = ""
-    counts: bool = False  # a vLLM-style /tokenize that counts chat messages
-
-
-@dataclass
-class Connection:
-    """An HTTP connection to a reader server at ``url`` (its root, or its ``/v1``); thread-safe.
-
-    ``api_key`` defaults to the environment's ``CRAG_READER_API_KEY``; ``timeout`` bounds connecting and
-    each read, ``answer_timeout`` a whole answer (a server that drips its answer is cut there).
-    """
-
-    url: str
-    api_key: str | None = None
-    timeout: float = 60.0
-    answer_timeout: float = 600.0
-    _client: object = field(default=None, repr=False)
-    _info: ServerInfo | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def __post_init__(self) -> None:
-        import httpx
-
-        self.root = root_url(self.url)
-        key = self.api_key if self.api_key is not None else os.environ.get(KEY_VARIABLE)
-        self._key = key or None
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(
-            base_url=self.root, headers=headers, timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout))
-        )
-
-    def _problem(self, what: str) -> ModelError:
-        text = what.replace(self._key, "[key]") if self._key else what
-        return ModelError(f"reader server {self.root}: {shorten(text)}")
-
-    def _refused(self, response) -> ModelError:
-        status = response.status_code
-        body = response.text if not response.is_stream_consumed or response.is_closed else ""
-        try:
-            said = json.loads(body).get("error", body)
-            said = said.get("message", said) if isinstance(said, dict) else said
-        except (ValueError, AttributeError):
-            said = body
-        said = " ".join(str(said).split())
-        if status in (401, 403):
-            hint = f" (set {KEY_VARIABLE})" if self._key is None else f" (the key in {KEY_VARIABLE} was refused)"
-            return self._problem(f"{status} {response.reason_phrase}{hint}")
-        return self._problem(f"{status} {response.reason_phrase}" + (f": {said}" if said else ""))
-
-    def _send(self, method: str, path: str, body: dict | None, stream: bool):
-        """The response to one request, retried on a refused connection, 429 and 5xx; raises on any other error."""
-        import httpx
-
-        delay = BACKOFF
-        for attempt in range(RETRIES + 1):
-            last = attempt == RETRIES
-            try:
-                request = self._client.build_request(method, path, json=body)
-                response = self._client.send(request, stream=stream)
-            except httpx.TransportError as exc:
-                if last:
-                    raise self._problem(f"{_transport(exc)} (after {RETRIES + 1} tries)") from None
-                time.sleep(delay)
-                delay *= 2
-                continue
-            if response.status_code < 400:
-                return response
-            if stream:
-                response.read()
-            if response.status_code in (429, 500, 502, 503, 504) and not last:
-                wait = _retry_after(response.headers.get("retry-after"), delay)
-                response.close()
-                time.sleep(wait)
-                delay *= 2
-                continue
-            raise self._refused(response)
-        raise AssertionError("unreachable")
-
-    def json(self, method: str, path: str, body: dict | None = None) -> dict:
-        """The JSON object a request answers."""
-        response = self._send(method, path, body, stream=False)
-        try:
-            data = response.json()
-        except ValueError:
-            raise self._problem(f"{path} answered something that is not JSON: {response.text!r}") from None
-        if not isinstance(data, dict):
-            raise self._problem(f"{path} answered JSON that is not an object: {response.text!r}")
-        return data
-
-    def events(self, path: str, body: dict) -> Iterator[dict]:
-        """The server-sent events of a streamed request, as JSON objects, until ``[DONE]``."""
-        import httpx
-
-        deadline = time.monotonic() + self.answer_timeout
-        response = self._send("POST", path, body, stream=True)
-        try:
-            for line in response.iter_lines():
-                if time.monotonic() > deadline:
-                    raise self._problem(f"no complete answer within {self.answer_timeout:g} s")
-                if not line.startswith("data:"):
-                    continue
-                data = line[len("data:") :].strip()
-                if data == "[DONE]":
-                    return
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    raise self._problem(f"a streamed event is not JSON: {data!r}") from None
-                if not isinstance(event, dict):
-                    raise self._problem(f"a streamed event is not a JSON object: {data!r}")
-                if "error" in event:
-                    error = event["error"]
-                    raise self._problem(str(error.get("message", error) if isinstance(error, dict) else error))
-                yield event
-        except httpx.TransportError as exc:
-            raise self._problem(f"the answer broke off: {_transport(exc)}") from None
-        finally:
-            response.close()
-
-    def info(self) -> ServerInfo:
-        """What the server says of itself (asked once): ``/v1/models``, and a llama.cpp server's ``/props``."""
-        with self._lock:
-            if self._info is None:
-                self._info = self._describe()
-            return self._info
-
-    def _describe(self) -> ServerInfo:
-        listed = self.json("GET", "/v1/models").get("data")
-        if not isinstance(listed, list):
-            raise self._problem("/v1/models lists no models")
-        models = [str(m.get("id")) for m in listed if isinstance(m, dict)]
-        llama = any(isinstance(m, dict) and m.get("owned_by") == "llamacpp" for m in listed)
-        fingerprints = sorted({str(m.get("owned_by", "")) for m in listed if isinstance(m, dict)})
-        info = ServerInfo(llama_cpp=llama, models=models, fingerprint=",".join(fingerprints))
-        if llama:
-            meta = listed[0].get("meta") or {}
-            info.vocab_type = meta.get("vocab_type")
-            props = self.json("GET", "/props")
-            info.slot_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
-            info.fingerprint = f"llama.cpp {props.get('build_info', '')} {meta}"
-        else:
-            info.counts = self._counts(models[0] if models else "")
-        return info
-
-    def _counts(self, model: str) -> bool:
-        """Whether the server counts chat messages' tokens (vLLM's ``/tokenize``)."""
-        try:
-            said = self.json("POST", "/tokenize", {"model": model, "messages": [{"role": "user", "content": "hi"}]})
-        except ModelError:
-            return False
-        return isinstance(said.get("count"), int)
-
-
-def _transport(exc: Exception) -> str:
-    """A transport error in a few words."""
-    name = type(exc).__name__
-    if name == "ConnectError":
-        return "connection refused or host unreachable"
-    if "Timeout" in name:
-        return "no answer in time"
-    return f"{name}: {exc}" if str(exc) else name
-
-
-def _retry_after(header: str | None, default: float) -> float:
-    """Seconds to wait before a retry: the server's ``Retry-After`` (bounded) or ``default``."""
-    try:
-        return min(RETRY_AFTER_MAX, max(0.0, float(header))) if header else default
-    except ValueError:
-        return default
-
-
 class ServedGenerator:
     """The :class:`~crag_cli.generator.base.Generator` of a model behind a :class:`Connection`.
 
@@ -297,9 +101,11 @@ class ServedGenerator:
         temperature: float,
         seed: int,
         name: str | None = None,
+        answer_timeout: float | None = None,
     ) -> None:
         self.connection, self.served, self.temperature, self.seed = connection, model, temperature, seed
         self.model = name or model
+        self.answer_timeout = answer_timeout  # None: the connection's
         self._n_ctx = n_ctx
         self._last: tuple[str, list[int]] | None = None  # the last prompt's key and its token ids
 
@@ -322,8 +128,9 @@ class ServedGenerator:
             if len(info.models) == 1 and info.llama_cpp:
                 self.served = info.models[0]  # llama-server serves one model, whatever it is asked for
                 return
-            listed = ", ".join(info.models) or "none"
-            raise ModelError(f"reader server {self._connection().root} has no model {self.served!r} (it has: {listed})")
+            conn = self._connection()
+            listed = clip(conn.redact(", ".join(info.models))) or "none"
+            raise ModelError(f"reader server {conn.shown} has no model {self.served!r} (it has: {listed})")
 
     def count_tokens(self, messages: list[dict]) -> int:
         self.load()
@@ -331,8 +138,9 @@ class ServedGenerator:
         if conn.info().llama_cpp:
             return len(self._tokens(messages))
         if conn.info().counts:
-            said = conn.json("POST", "/tokenize", {"model": self.served, "messages": _defused(messages)})
-            return int(said["count"])
+            return conn.answer_field(
+                "POST", "/tokenize", {"model": self.served, "messages": _defused(messages)}, "count", int
+            )
         return estimate_tokens(messages)
 
     def _tokens(self, messages: list[dict]) -> list[int]:
@@ -342,19 +150,19 @@ class ServedGenerator:
             return self._last[1]
         conn = self._connection()
         tags = marks(len(messages))
-        marked = conn.json(
-            "POST", "/apply-template", {"messages": [dict(m, content=k) for m, k in zip(messages, tags)]}
+        marked = conn.answer_field(
+            "POST", "/apply-template", {"messages": [dict(m, content=k) for m, k in zip(messages, tags)]}, "prompt", str
         )
-        whole = conn.json("POST", "/apply-template", {"messages": messages})["prompt"]
-        pieces = split_rendered(marked["prompt"], [m["content"] for m in messages], tags)
+        whole = conn.answer_field("POST", "/apply-template", {"messages": messages}, "prompt", str)
+        pieces = split_rendered(marked, [m["content"] for m in messages], tags)
         if pieces is None or "".join(t for t, _ in pieces) != whole or conn.info().vocab_type != VOCAB_BPE:
-            defused = conn.json("POST", "/apply-template", {"messages": _defused(messages)})["prompt"]
+            defused = conn.answer_field("POST", "/apply-template", {"messages": _defused(messages)}, "prompt", str)
             pieces = [(defused, True)]
         tokens: list[int] = []
         for i, (text, trusted) in enumerate(pieces):
             if text or i == 0:
                 body = {"content": text, "add_special": i == 0, "parse_special": trusted}
-                tokens += conn.json("POST", "/tokenize", body)["tokens"]
+                tokens += conn.answer_field("POST", "/tokenize", body, "tokens", list)
         self._last = (key, tokens)
         return tokens
 
@@ -371,26 +179,56 @@ class ServedGenerator:
                 raise ModelError(
                     f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx {self.n_ctx}"
                 )
-            events, counted = (
-                conn.events("/v1/completions", {"prompt": tokens, "cache_prompt": True, **sampling}),
-                len(tokens),
-            )
+            path, body, counted = "/v1/completions", {"prompt": tokens, "cache_prompt": True, **sampling}, len(tokens)
         else:
-            events, counted = conn.events("/v1/chat/completions", {"messages": _defused(messages), **sampling}), None
-        pieces: list[str] = []
-        usage: dict = {}
-        for event in events:
-            for choice in event.get("choices") or []:
-                piece = choice.get("text") if "text" in choice else (choice.get("delta") or {}).get("content")
-                if piece:
-                    pieces.append(piece)
-                    if on_token is not None:
-                        on_token(piece)
-            usage = event.get("usage") or usage
-        prompt = int(usage.get("prompt_tokens") or counted or self.count_tokens(messages))
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-        completion = int(usage.get("completion_tokens") or len(pieces))
-        return Generation("".join(pieces), prompt, completion, cached if isinstance(cached, int) else None)
+            path, body, counted = "/v1/chat/completions", {"messages": _defused(messages), **sampling}, None
+        text, usage, produced = self._read(conn.events(path, body, self.answer_timeout), max_tokens, on_token)
+        prompt = as_count(usage.get("prompt_tokens")) or counted or self.count_tokens(messages)
+        cached = as_count(as_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
+        return Generation(text, prompt, as_count(usage.get("completion_tokens")) or produced, cached)
+
+    def _read(self, events, max_tokens: int, on_token: Callable[[str], None] | None) -> tuple[str, dict, int]:
+        """``(text, usage, pieces)`` of a streamed answer: its text with the key and the URL's password replaced
+        (streamed so to ``on_token``), the last usage the server gave, how many pieces of text came.
+
+        An answer whose text passes :func:`~crag_cli.generator.wire.answer_bound` (a server that ignores
+        ``max_tokens``) is cut there with a :class:`ModelError`, so that no more of it is read or held.
+        """
+        conn, bound, read, produced = self._connection(), answer_bound(max_tokens), 0, 0
+        stream, shown, usage = conn.redacting(), [], {}
+
+        def show(text: str) -> None:
+            if text:
+                shown.append(text)
+                if on_token is not None:
+                    on_token(text)
+
+        with closing(events):  # a cut answer's response is closed at once
+            for event in events:
+                for piece in _texts(event):
+                    produced += 1
+                    read += len(piece.encode("utf-8"))
+                    if read > bound:
+                        raise ModelError(
+                            f"reader server {conn.shown}: the answer was cut at crag's bound of {size(bound)} of "
+                            f"text for {max_tokens} tokens (does the server ignore max_tokens?)"
+                        )
+                    show(stream.feed(piece))
+                usage = as_object(event.get("usage")) or usage
+        show(stream.end())
+        return "".join(shown), usage, produced
+
+
+def _texts(event: dict) -> list[str]:
+    """The pieces of text one streamed event holds (a completion's ``text``, a chat's ``delta.content``)."""
+    choices = event.get("choices")
+    found = []
+    for choice in choices if isinstance(choices, list) else []:
+        choice = as_object(choice)
+        piece = choice.get("text") if "text" in choice else as_object(choice.get("delta")).get("content")
+        if isinstance(piece, str) and piece:
+            found.append(piece)
+    return found
 
 
 def _defused(messages: list[dict]) -> list[dict]:
