@@ -15,7 +15,8 @@ generator and web (no web cache, so every mode pays for its searches):
 ======================  =====================================================
 ``no-retrieval``        the generator alone
 ``rag``                 the top-k passages straight to the generator (k = 10)
-``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5
+``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5 (``rag-k5``: BM25's, whatever the index has)
+``rag-k5-fused``        plain RAG k = 5 over BM25 and the dense part (reciprocal rank fusion)
 ``rag+web``             the top-k passages plus web knowledge, always
 ``crag``                CRAG (evaluate, act, refine, search when needed)
 ``crag-web-off``        CRAG as installed: no web (crag's default)
@@ -88,7 +89,8 @@ MODES = {
     "no-retrieval": ["--mode", "no-retrieval"],
     "rag": ["--mode", "rag"],
     "rag-k3": ["--mode", "rag", "--top-k", "3"],
-    "rag-k5": ["--mode", "rag", "--top-k", "5"],
+    "rag-k5": ["--mode", "rag", "--top-k", "5", "--retrieval", "bm25"],  # plain RAG over BM25, as before the dense part
+    "rag-k5-fused": ["--mode", "rag", "--top-k", "5", "--retrieval", "fused"],  # over BM25 and the dense part (RRF)
     "rag-k10": ["--mode", "rag", "--top-k", "10"],  # = rag (k = 10, crag's default), named for tables that show all k
     "rag+web": ["--mode", "rag+web", "WEB"],
     "crag": ["--mode", "crag", "WEB"],
@@ -704,7 +706,9 @@ def main() -> None:
 
     index_dir = out / "index"
     docs = args.data / "docs"  # a user's folder, indexed as they would; else the corpus file
-    report = build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", index_dir)
+    from crag_cli.index.dense import MiniLMEncoder  # (as crag index builds it: with the dense part)
+
+    report = build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", index_dir, encoder=MiniLMEncoder())
     print(f"index: {report.status}, {report.passages} passages", file=sys.stderr)
     passages = {p.id: p.text for p in BM25Index.load(index_dir).passages}
     server, web_url = start_web(args.data / "web.jsonl", out)

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from .actions import Action, Thresholds, decide, supported
 from .evaluator import Evaluator, Scorer
-from .evaluator.fused import FusedFit, as_score
+from .evaluator.fused import FusedFit
 from .generation import GenerationStep, not_found
 from .generator import Generator
 from .index import Hit, Retriever
@@ -91,28 +91,20 @@ class Pipeline:
     @property
     def fit(self) -> FusedFit | None:
         """The evaluator's fused fit (:mod:`crag_cli.evaluator.fused`) when it has one and the index a dense part:
-        then a passage's score is its probability of holding the answer (``2p - 1``), the passages are read in
-        that order, and the action's thresholds are the fit's, in every domain."""
+        then the passages are read in the order of its probability that each holds the answer."""
         if self._fit is False:
             fit = getattr(self.evaluator, "fused", None)
             self._fit = fit if fit is not None and getattr(self.retriever, "dense", False) else None
         return self._fit  # type: ignore[return-value]
 
-    @property
-    def passage_thresholds(self) -> Thresholds:
-        """The thresholds the passages' scores are judged by: the fused fit's (:attr:`fit`), else :attr:`thresholds`
-        (which the web's strips and refined strips are always judged by)."""
-        fit = self.fit
-        if fit is None:
-            return self.thresholds
-        return Thresholds(as_score(fit.upper), as_score(fit.lower), as_score(fit.keep), "fused evaluator")
-
-    def _fused(self, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
-        """The hits in the fused evaluator's order and their scores by it (as they are without a :attr:`fit`)."""
+    def _fused(self, question: str, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
+        """The hits, their scores and logits in the fused evaluator's order (as they are without a :attr:`fit`)."""
         if self.fit is None or not hits or logits is None or any(h.cosine is None or h.support is None for h in hits):
-            return hits, scores
-        order, fused = self.fit.ranked(logits, [(h.support, h.cosine, h.rank, h.dense_rank or len(hits)) for h in hits])
-        return [hits[i] for i in order], fused
+            return hits, scores, logits
+        near = self.evaluator.nearness([question])  # type: ignore[attr-defined]
+        evidence = [(h.support, h.cosine, h.rank, h.dense_rank or len(hits)) for h in hits]
+        order = self.fit.order(logits, evidence, near[0] if near else 0.0)
+        return [hits[i] for i in order], [scores[i] for i in order], [logits[i] for i in order]
 
     @property
     def task(self) -> str:
@@ -143,7 +135,7 @@ class Pipeline:
         strips = []
         for q, hs, in_domain in zip(qs, hits, known):
             scores, logits = self._scorer.judged([(q, h.passage.text) for h in hs])
-            hs, scores = self._fused(hs, scores, logits)
+            hs, scores, logits = self._fused(q, hs, scores, logits)
             _, action, _ = self._judge(hs, scores, in_domain, logits)
             if self.settings.refine and action is not Action.INCORRECT:
                 sources = [
@@ -165,19 +157,14 @@ class Pipeline:
         holding more than ``lexical_support`` of the question's term weight). Ambiguous: those scoring at least the
         filter threshold; all out of the evaluator's domain (its scores prove nothing there, :meth:`_judge`).
         Incorrect: all, read only when no web strip came (:meth:`act`). Why: docs/how-it-works.md."""
-        th = self.passage_thresholds
-        if action is Action.INCORRECT or (action is Action.AMBIGUOUS and (self._outside(in_domain) or self.fit)):
+        if action is Action.INCORRECT or (action is Action.AMBIGUOUS and self._outside(in_domain)):
             return list(zip(hits, scores))
-        if self.fit is not None:  # Correct: the passages the fit keeps, the best one at least
-            return [(h, s) for i, (h, s) in enumerate(zip(hits, scores)) if i == 0 or s >= th.filter]
         if action is not Action.CORRECT:
-            return [(h, s) for h, s in zip(hits, scores) if s >= th.filter]
-        return [(h, s) for h, s in zip(hits, scores) if s >= th.lower or self._supported([h], [s])]
+            return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
+        return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower or self._supported([h], [s])]
 
-    def _outside(self, in_domain: bool | None) -> bool:
-        """Whether the domain guard holds the evaluator's verdicts: out of its domain, unless the fused fit (whose
-        verdicts are calibrated on every kind of question it was fitted on) judges."""
-        return self.settings.domain_guard and in_domain is False and self.fit is None
+    def _outside(self, in_domain: bool | None) -> bool:  # the domain guard holds the verdicts out of the domain
+        return self.settings.domain_guard and in_domain is False
 
     def evaluate(self, question: str, result: Result | None = None) -> Result:
         """Retrieve, score and decide: everything before the action's branch."""
@@ -187,10 +174,10 @@ class Pipeline:
             result.hits = self._retrieve(question)
         with Timer(result.timings, "evaluate"):
             result.scores, logits = self._scorer.judged([(question, h.passage.text) for h in result.hits])
-            result.hits, result.scores = self._fused(result.hits, result.scores, logits)
+            result.hits, result.scores, logits = self._fused(question, result.hits, result.scores, logits)
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
-        result.thresholds = self.passage_thresholds
+        result.thresholds = self.thresholds
         result.lexical_support = self.settings.lexical_support
         result.supported, result.action, result.evidence_score = self._judge(
             result.hits, result.scores, result.in_domain, logits
@@ -250,8 +237,7 @@ class Pipeline:
         and Correct would keep a passage), else Ambiguous whatever the scores say: neither the evaluator's sureness nor
         its doubt carries there (docs/how-it-works.md). The evidence is ``None`` where it was not consulted."""
         has_support = self._supported(hits, scores)
-        th = self.passage_thresholds
-        action = decide(scores, th.upper, th.lower, has_support and self.fit is None)
+        action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
         if not self._outside(in_domain) or not hits:
             return has_support, action, None
         fit = self._scorer.fit if self.settings.evidence and logits is not None else None
@@ -274,14 +260,13 @@ class Pipeline:
             bool(result.knowledge_used)
             and result.mode == Mode.CRAG.value
             and result.action is not Action.CORRECT
-            and (self._outside(result.in_domain) or self.fit is not None)
+            and self._outside(result.in_domain)
             and not (ext is not None and (ext.strips or ext.pages))
         )
 
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
-        th = self.passage_thresholds
-        return supported(scores, [h.support for h in hits], th.filter, self.settings.lexical_support)
+        return supported(scores, [h.support for h in hits], self.thresholds.filter, self.settings.lexical_support)
 
     def _internal(self, result: Result) -> list[Strip]:
         """Refine the kept passages (see :meth:`_kept`).
@@ -312,7 +297,7 @@ class Pipeline:
 
     def _rule(self) -> ActionReading:
         """crag's reading rule (:class:`crag_cli.reading.ActionReading`) with this pipeline's settings."""
-        return ActionReading.of(self.settings, self.passage_thresholds.upper)
+        return ActionReading.of(self.settings, self.thresholds.upper)
 
     def reader_strips(self, result: Result) -> list[Strip]:
         """The strips the generator reads for this result, in reading order (before the prompt's token fit): the reading
@@ -336,18 +321,13 @@ class Pipeline:
             result.external_knowledge.strips = [s for s in result.external_knowledge.strips if id(s) in kept]
         return reading
 
-    def _knowledge(self, chosen: Sequence[Strip], result: Result | None = None) -> list[KnowledgeItem]:
+    def _knowledge(self, chosen: Sequence[Strip]) -> list[KnowledgeItem]:
         """CRAG's knowledge for the prompt: the kept strips (internal and external) in reading order.
 
         Each item carries the evaluator's verdict in words (``high``, ``medium``, ``low``; see
         :meth:`Thresholds.relevance`).
         """
-        internal = {id(s) for s in result.internal_knowledge or []} if result is not None else set()
-        th = self.passage_thresholds
-        return [
-            KnowledgeItem(s.text, s.source, s.title, (th if id(s) in internal else self.thresholds).relevance(s.score))
-            for s in chosen
-        ]
+        return [KnowledgeItem(s.text, s.source, s.title, self.thresholds.relevance(s.score)) for s in chosen]
 
     def _external(self, result: Result, unread: Unread | None = None) -> ExternalKnowledge:
         if self.web is None:
@@ -425,8 +405,8 @@ class Pipeline:
         if mode is Mode.CRAG:
             self.evaluate(question, result)  # retrieve, evaluate, decide the action
             self.act(result)  # the action's knowledge: refined passages, the web's strips, or both
-            items = self._knowledge(self._keep_first(result).strips, result)  # what the reader reads of it
-            result.doubted = bool(result.internal_knowledge) and max(result.scores) < self.passage_thresholds.lower
+            items = self._knowledge(self._keep_first(result).strips)  # what the reader reads of it
+            result.doubted = bool(result.internal_knowledge) and max(result.scores) < self.thresholds.lower
         elif mode.unchecked:
             items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))

@@ -8,10 +8,10 @@ raw logit, its lexical support, its cosine, its rank by each retriever, and
 how each compares with the question's best passage (:data:`FEATURES`),
 fitted on thousands of questions of several kinds (SQuAD's, PopQA's):
 ``crag_cli.train.fused`` fits it, docs/default-evaluator.md says how it was made and
-what it measured. Its probability that a passage holds the answer is the
-passage's score (``2p - 1``, in the evaluator's [-1, 1]); the action's
-thresholds are stored with it, calibrated on questions of every kind it was
-fitted on, so a verdict means the same on a user's folder as in its report.
+what it measured. Its probability that a passage holds the answer orders
+the passages the reader reads (the action stays the cross-encoder's: calibrated
+on a mix of kinds, the fit's own verdicts reached 85% precision on almost no
+question, docs/default-evaluator.md).
 """
 
 from __future__ import annotations
@@ -33,10 +33,20 @@ FEATURES = (
     "cosine_gap",
     "log_bm25_rank",  # log of its 1-based BM25 rank
     "log_dense_rank",  # log of its 1-based rank by cosine
+    "domain",  # the question's cosine to the nearest question the cross-encoder was trained on
+    "logit_in_domain",  # logit x domain: how far the logit is to be trusted depends on that
+    "logit_gap_in_domain",
 )
 
 
-def features(logits: Sequence[float], supports: Sequence[float], cosines: Sequence[float], bm25_ranks, dense_ranks):
+def features(
+    logits: Sequence[float],
+    supports: Sequence[float],
+    cosines: Sequence[float],
+    bm25_ranks: Sequence[int],
+    dense_ranks: Sequence[int],
+    domain: float,
+):
     """Each candidate's :data:`FEATURES`, one row per passage of one question.
 
     Parameters
@@ -45,6 +55,9 @@ def features(logits: Sequence[float], supports: Sequence[float], cosines: Sequen
         Per passage, in any order.
     bm25_ranks, dense_ranks : sequence of int
         1-based ranks over the whole index.
+    domain : float
+        The question's cosine to the nearest of the cross-encoder's training questions
+        (:meth:`crag_cli.evaluator.CrossEncoderEvaluator.nearness`).
 
     Returns
     -------
@@ -53,8 +66,8 @@ def features(logits: Sequence[float], supports: Sequence[float], cosines: Sequen
 
     Examples
     --------
-    >>> features([1.0, 0.0], [0.5, 1.0], [0.2, 0.4], [1, 2], [2, 1]).round(3).tolist()
-    [[1.0, 0.0, 0.5, 0.5, 0.2, 0.2, 0.0, 0.693], [0.0, 1.0, 1.0, 0.0, 0.4, 0.0, 0.693, 0.0]]
+    >>> features([1.0, 0.0], [0.5, 1.0], [0.2, 0.4], [1, 2], [2, 1], 0.5).round(3).tolist()
+    [[1.0, 0.0, 0.5, 0.5, 0.2, 0.2, 0.0, 0.693, 0.5, 0.5, 0.0], [0.0, 1.0, 1.0, 0.0, 0.4, 0.0, 0.693, 0.0, 0.5, 0.0, 0.5]]
     """
     import numpy as np
 
@@ -62,34 +75,27 @@ def features(logits: Sequence[float], supports: Sequence[float], cosines: Sequen
     if not len(z):
         return np.zeros((0, len(FEATURES)))
     br, dr = (np.log(np.maximum(np.asarray(x, dtype=np.float64), 1.0)) for x in (bm25_ranks, dense_ranks))
-    return np.stack([z, z.max() - z, s, s.max() - s, c, c.max() - c, br, dr], axis=1)
+    gap, d = z.max() - z, np.full(len(z), float(domain))
+    return np.stack([z, gap, s, s.max() - s, c, c.max() - c, br, dr, d, z * d, gap * d], axis=1)
 
 
 @dataclass(frozen=True)
 class FusedFit:
-    """The fitted combination and the action's thresholds on its probability.
-
-    ``mean`` and ``scale`` standardise each feature before the weights apply;
-    ``upper`` / ``lower`` are the probabilities at which the best passage makes
-    the question Correct / the question Incorrect below; ``keep`` the least a
-    passage of a Correct question needs to be read.
-    """
+    """The fitted combination: ``mean`` and ``scale`` standardise each feature before the weights apply."""
 
     weights: tuple[float, ...]
     bias: float
     mean: tuple[float, ...]
     scale: tuple[float, ...]
-    upper: float
-    lower: float
-    keep: float
 
     def probabilities(self, rows) -> list[float]:
         """Each candidate's probability of holding the answer, from its :func:`features` ``rows``.
 
         Examples
         --------
-        >>> fit = FusedFit((1.0,) + (0.0,) * 7, 0.0, (0.0,) * 8, (1.0,) * 8, 0.8, 0.2, 0.5)
-        >>> [round(p, 3) for p in fit.probabilities(features([0.0, 2.0], [0, 0], [0, 0], [1, 2], [1, 2]))]
+        >>> n = len(FEATURES)
+        >>> fit = FusedFit((1.0,) + (0.0,) * (n - 1), 0.0, (0.0,) * n, (1.0,) * n)
+        >>> [round(p, 3) for p in fit.probabilities(features([0.0, 2.0], [0, 0], [0, 0], [1, 2], [1, 2], 0.3))]
         [0.5, 0.881]
         """
         import numpy as np
@@ -98,34 +104,23 @@ class FusedFit:
         margin = x @ np.asarray(self.weights) + self.bias
         return [float(p) for p in 1.0 / (1.0 + np.exp(-np.clip(margin, -40, 40)))]
 
-    def ranked(self, logits: Sequence[float], evidence: Sequence[tuple[float, float, int, int]]):
-        """One question's passages best first by their probability: ``(order, scores)``, the passages' indices and
-        their scores (:func:`as_score`) in that order; ``evidence`` is each passage's (support, cosine, BM25 rank,
-        dense rank).
+    def order(self, logits: Sequence[float], evidence: Sequence[tuple[float, float, int, int]], domain: float):
+        """One question's passages (their indices) best first by their probability; ``evidence`` is each passage's
+        (support, cosine, BM25 rank, dense rank), ``domain`` the question's (:func:`features`). Ties keep their order.
 
         Examples
         --------
-        >>> fit = FusedFit((1.0,) + (0.0,) * 7, 0.0, (0.0,) * 8, (1.0,) * 8, 0.8, 0.2, 0.5)
-        >>> order, scores = fit.ranked([0.0, 2.0], [(0.1, 0.2, 1, 2), (0.0, 0.1, 2, 1)])
-        >>> order, [round(x, 3) for x in scores]
-        ([1, 0], [0.762, 0.0])
+        >>> n = len(FEATURES)
+        >>> fit = FusedFit((1.0,) + (0.0,) * (n - 1), 0.0, (0.0,) * n, (1.0,) * n)
+        >>> fit.order([0.0, 2.0, 0.0], [(0.1, 0.2, 1, 2), (0.0, 0.1, 2, 1), (0.0, 0.0, 3, 3)], 0.3)
+        [1, 0, 2]
         """
         supports, cosines, ranks, dense_ranks = zip(*evidence) if evidence else ((), (), (), ())
-        p = self.probabilities(features(logits, supports, cosines, ranks, dense_ranks))
-        order = sorted(range(len(p)), key=lambda i: -p[i])
-        return order, [as_score(p[i]) for i in order]
+        p = self.probabilities(features(logits, supports, cosines, ranks, dense_ranks, domain))
+        return sorted(range(len(p)), key=lambda i: -p[i])
 
     def to_dict(self) -> dict:
         return {"features": list(FEATURES), **asdict(self)}
-
-
-def as_score(p: float) -> float:
-    """A probability as an evaluator score in [-1, 1] (``2p - 1``).
-
-    >>> as_score(0.75)
-    0.5
-    """
-    return 2.0 * p - 1.0
 
 
 def read_fused(manifest: dict, where: Path) -> FusedFit | None:
@@ -139,16 +134,12 @@ def read_fused(manifest: dict, where: Path) -> FusedFit | None:
             bias=float(entry["bias"]),
             mean=tuple(float(m) for m in entry["mean"]),
             scale=tuple(float(s) for s in entry["scale"]),
-            upper=float(entry["upper"]),
-            lower=float(entry["lower"]),
-            keep=float(entry["keep"]),
         )
         ok = (
             list(entry["features"]) == list(FEATURES)
             and len(fit.weights) == len(fit.mean) == len(fit.scale) == len(FEATURES)
-            and all(math.isfinite(v) for v in (*fit.weights, *fit.mean, fit.bias, fit.upper, fit.lower, fit.keep))
+            and all(math.isfinite(v) for v in (*fit.weights, *fit.mean, fit.bias))
             and all(math.isfinite(v) and v > 0 for v in fit.scale)
-            and 0.0 <= fit.lower <= fit.upper <= 1.0
         )
     except (TypeError, KeyError, ValueError):
         ok = False

@@ -283,6 +283,22 @@ class CrossEncoderEvaluator:
         known, cut, _ = self._domain
         return [bool(c >= cut) for c in nearest_cosines(self._cosine.embed(list(questions)), known)]
 
+    def nearness(self, questions: Sequence[str], others: bool = False) -> list[float] | None:
+        """Each question's cosine to the nearest question it was trained on (what :meth:`knows` compares with its
+        cut); ``None``: no domain stored. ``others``: to the nearest other than itself (for a training question:
+        the fused evaluator's fit, :mod:`crag_cli.train.fused`)."""
+        import numpy as np
+
+        self.load()
+        if self._domain is None:
+            return None
+        if not questions:
+            return []
+        known = np.asarray(self._domain[0], dtype=np.float32)
+        sims = np.sort(np.asarray(self._cosine.embed(list(questions)), dtype=np.float32) @ known.T, axis=1)
+        own = others & (sims[:, -1] > 0.9999) if len(known) > 1 else np.zeros(len(sims), dtype=bool)
+        return [float(c) for c in np.where(own, sims[:, -2], sims[:, -1])] if len(known) else [-1.0] * len(questions)
+
     def set_guard(self, guard: dict | None, base: str) -> None:
         """Use a topic guard (``{"cosine": c, "score": s}``) with the base encoder's cosine, or none."""
         self._guard = guard

@@ -1,16 +1,16 @@
 """Fit the fused evaluator (:mod:`crag_cli.evaluator.fused`) on questions of several kinds, and store it.
 
     python -m crag_cli.train.fused --set NAME=QUESTIONS@INDEX [--set ...] --cache DIR --out EVALUATOR \\
-        [--questions N] [--validate SHARE] [--precision P] [--seed S]
+        [--questions N] [--folds K] [--precision P] [--seed S]
 
 Each ``--set`` is a JSONL file of questions with gold ``answers`` and a crag index (with its dense part) of the
 documents they are about. For each question the fused retrieval's top 10 (:class:`crag_cli.index.Retrieval`) are
 labelled (a gold answer in the passage, as whole words) and given the evaluator's raw logit: written to
 ``DIR/NAME.jsonl`` as they come, so a killed run resumes where it stopped (the logits are the slow part, about 10
-pairs a second on 2 cores). Up to ``--questions`` of a set's questions are used (a seeded sample), ``--validate``
-of them held back to calibrate the thresholds. The logistic regression (L2, L-BFGS; :func:`fit_logistic`) weighs
-every set alike; the thresholds are the loosest at which every set's validation questions reach ``--precision``
-(:func:`calibrate`). ``EVALUATOR`` (a trained evaluator's folder: its logits are the ones fitted) gets the fit as
+pairs a second on 2 cores). Up to ``--questions`` of a set's questions are used (a seeded sample; none that the
+cross-encoder was trained on, as its manifest lists them). The logistic regression (L2, L-BFGS;
+:func:`fit_logistic`) weighs every set alike; the thresholds are the loosest at which every set's questions,
+scored by fits on the other ``--folds`` (:func:`out_of_fold`), reach ``--precision`` (:func:`calibrate`). ``EVALUATOR`` (a trained evaluator's folder: its logits are the ones fitted) gets the fit as
 its manifest's ``fused`` entry. How the shipped one was made: docs/default-evaluator.md.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..evaluator.fused import FEATURES, FusedFit, features, write_fused
+from ..evaluator.fused import FusedFit, features, write_fused
 from ..match import holds_answer
 
 
@@ -41,7 +41,7 @@ class Question:
 def candidates(retrieval, evaluator, question: str, answers: Sequence[str], k: int = 10) -> dict:
     """A question's fused top ``k``, labelled, with the evidence :func:`features` reads (a cache record)."""
     hits = retrieval.search(question, k)
-    _, logits = evaluator.score_logits([(question, h.passage.text) for h in hits]) if hits else ([], [])
+    logits = evaluator.logits([(question, h.passage.text) for h in hits]) if hits else []  # (raw: no topic guard)
     return {
         "cands": [
             {"support": h.support, "cosine": h.cosine, "rank": h.rank, "dense_rank": h.dense_rank, "logit": z}
@@ -51,8 +51,9 @@ def candidates(retrieval, evaluator, question: str, answers: Sequence[str], k: i
     }
 
 
-def as_question(name: str, record: dict) -> Question:
-    """A cache record (:func:`candidates`, with its ``id``) as a :class:`Question`."""
+def as_question(name: str, record: dict, domain: float) -> Question:
+    """A cache record (:func:`candidates`, with its ``id``) as a :class:`Question`; ``domain``: the question's
+    (:func:`crag_cli.evaluator.fused.features`)."""
     c = record["cands"]
     rows = features(
         [x["logit"] for x in c],
@@ -60,6 +61,7 @@ def as_question(name: str, record: dict) -> Question:
         [x["cosine"] for x in c],
         [x["rank"] for x in c],
         [x["dense_rank"] for x in c],
+        domain,
     )
     return Question(name, record["id"], rows, list(record["labels"]))
 
@@ -102,29 +104,39 @@ def fit_logistic(x, y, weight=None, l2: float = 1.0):
     return theta[:-1], float(theta[-1]), mean, scale
 
 
-def calibrate(questions: Sequence[Question], fit: FusedFit, precision: float, keep: int = 3):
-    """The loosest ``(upper, lower, keep)`` probabilities at which every set's questions reach ``precision``.
+def calibrate(scored: Sequence[tuple[str, Sequence[float], Sequence[bool]]], precision: float, keep: int = 3):
+    """The loosest ``(upper, lower, keep)`` probabilities at which the questions of all sets together, each set
+    weighing alike, reach ``precision``.
 
+    ``scored``: per question, its set, its passages' probabilities and labels (out of fold: :func:`out_of_fold`).
     Correct is right when the passages it reads (the best, and up to ``keep`` at least the keep threshold) hold the
     answer; Incorrect when none of the question's passages does. ``keep`` is the probability at which the passages
-    ranked after the best still held the answer ``precision`` of the time, over every set.
+    ranked after the best still held the answer ``precision`` of the time.
     """
-    sets = sorted({q.set for q in questions})
-    scored = [(q, fit.probabilities(q.rows)) for q in questions]
-
-    def best_first(q, p):
+    ranked = []
+    for name, p, labels in scored:
         order = sorted(range(len(p)), key=lambda i: -p[i])
-        return [p[i] for i in order], [q.labels[i] for i in order]
-
-    ranked = [(q.set, *best_first(q, p)) for q, p in scored if len(p)]
-    later = sorted(((p, y) for _, ps, ys in ranked for p, y in zip(ps[1:], ys[1:])), reverse=True)
-    keep_p = _loosest([p for p, _ in later], [y for _, y in later], precision)
-    per_set = [[(ps, ys) for s, ps, ys in ranked if s == name] for name in sets]
-    upper = max(
-        _loosest([ps[0] for ps, _ in qs], [_read(ps, ys, keep_p, keep) for ps, ys in qs], precision) for qs in per_set
-    )
-    lower = min(_tightest([ps[0] for ps, _ in qs], [not any(ys) for _, ys in qs], precision) for qs in per_set)
+        if order:
+            ranked.append((name, [p[i] for i in order], [labels[i] for i in order]))
+    count = {name: sum(1 for s, _, _ in ranked if s == name) for name, _, _ in ranked}
+    weight = [1.0 / count[s] for s, _, _ in ranked]
+    later = [(p, y, w) for (_, ps, ys), w in zip(ranked, weight) for p, y in zip(ps[1:], ys[1:])]
+    keep_p = _loosest([p for p, _, _ in later], [y for _, y, _ in later], precision, [w for _, _, w in later])
+    best = [ps[0] for _, ps, _ in ranked]
+    upper = _loosest(best, [_read(ps, ys, keep_p, keep) for _, ps, ys in ranked], precision, weight)
+    lower = _tightest(best, [not any(ys) for _, _, ys in ranked], precision, weight)
     return upper, min(lower, upper), keep_p
+
+
+def out_of_fold(questions: Sequence[Question], folds: int = 5, l2: float = 1.0) -> list[tuple[str, list, list]]:
+    """Each question's probabilities by a fit on the other folds (question ``i`` in fold ``i % folds``)."""
+    out = []
+    for k in range(folds):
+        held = [q for i, q in enumerate(questions) if i % folds == k]
+        weights, bias, mean, scale = fit([q for i, q in enumerate(questions) if i % folds != k], l2)
+        f = FusedFit(tuple(weights), bias, tuple(mean), tuple(scale))
+        out += [(q.set, f.probabilities(q.rows) if len(q.labels) else [], q.labels) for q in held]
+    return out
 
 
 def _read(ps, ys, keep_p, keep) -> bool:
@@ -132,27 +144,30 @@ def _read(ps, ys, keep_p, keep) -> bool:
     return any(y for i, (p, y) in enumerate(zip(ps[:keep], ys[:keep])) if i == 0 or p >= keep_p)
 
 
-def _loosest(scores, right, precision) -> float:
-    """The lowest threshold ``t`` at which the questions scoring at least ``t`` are right ``precision`` of the time
-    (1.0 when none is)."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    best, hits = 1.0, 0
-    for n, i in enumerate(order, 1):
-        hits += bool(right[i])
-        if hits / n >= precision and n >= 10:
-            best = scores[i]
-    return best
+def _loosest(scores, right, precision, weight=None) -> float:
+    """The lowest threshold ``t`` at which the questions scoring at least ``t`` are right ``precision`` of the time,
+    by ``weight`` (1.0 when none is; at least 10 questions).
+
+    >>> _loosest([0.9, 0.8, 0.7, 0.6] * 5, [True, True, True, False] * 5, 0.75)
+    0.6
+    """
+    return _threshold(scores, right, precision, weight, high=True)
 
 
-def _tightest(scores, right, precision) -> float:
-    """The highest threshold ``t`` at which the questions scoring below ``t`` are right ``precision`` of the time
-    (0.0 when none is)."""
-    order = sorted(range(len(scores)), key=lambda i: scores[i])
-    best, hits = 0.0, 0
+def _tightest(scores, right, precision, weight=None) -> float:
+    """The highest threshold ``t`` at which the questions scoring below ``t`` are right ``precision`` of the time,
+    by ``weight`` (0.0 when none is; at least 10 questions)."""
+    return _threshold(scores, right, precision, weight, high=False)
+
+
+def _threshold(scores, right, precision, weight, high: bool) -> float:
+    weight = [1.0] * len(scores) if weight is None else weight
+    order = sorted(range(len(scores)), key=lambda i: -scores[i] if high else scores[i])
+    best, hits, total = (1.0 if high else 0.0), 0.0, 0.0
     for n, i in enumerate(order, 1):
-        hits += bool(right[i])
-        if hits / n >= precision and n >= 10:
-            best = scores[i] + 1e-9
+        hits, total = hits + weight[i] * bool(right[i]), total + weight[i]
+        if hits / total >= precision and n >= 10:
+            best = scores[i] if high else scores[i] + 1e-9
     return best
 
 
@@ -167,9 +182,13 @@ def fit(questions: Sequence[Question], l2: float = 1.0) -> tuple:
     return fit_logistic(x, y, w, l2)
 
 
-def _sample(path: Path, n: int | None, seed: int) -> list[dict]:
+def _sample(path: Path, n: int | None, seed: int, trained: set[str]) -> list[dict]:
+    """Up to ``n`` of the file's questions with gold answers (a seeded sample), none the cross-encoder was trained on
+    (``trained``: their fingerprints; its logits on them are not those a new question gets)."""
+    from .data import question_fingerprint
+
     lines = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
-    lines = [q for q in lines if q.get("answers")]
+    lines = [q for q in lines if q.get("answers") and question_fingerprint(q["question"]) not in trained]
     random.Random(seed).shuffle(lines)
     return lines[:n] if n else lines
 
@@ -181,7 +200,11 @@ def _cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int 
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"{name}.jsonl"
     done = {r["id"]: r for r in map(json.loads, open(path)) if r} if path.exists() else {}
-    wanted = _sample(qfile, n, seed)
+    from ..evaluator import read_trained
+    from .data import seen_questions
+
+    seen = seen_questions(read_trained(evaluator.path)) or {}
+    wanted = _sample(qfile, n, seed, {f for f, side in seen.items() if side == "training"})
     missing = [q for q in wanted if q["id"] not in done]
     if missing:
         retrieval = Retrieval(BM25Index.load(index), "fused")
@@ -193,7 +216,16 @@ def _cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int 
                 done[q["id"]] = record
                 if i % 50 == 0:
                     print(f"{name}: {i} of {len(missing)} questions", file=sys.stderr)
-    return [done[q["id"]] for q in wanted]
+    return [{**done[q["id"]], "question": q["question"]} for q in wanted]
+
+
+def nearness(evaluator, questions: Sequence[str]) -> list[float]:
+    """Each question's ``domain`` feature: its cosine to the nearest of the evaluator's training questions other
+    than itself (a training question's own would be 1: it would teach that its logit is always to be trusted)."""
+    out: list[float] = []
+    for a in range(0, len(questions), 256):
+        out += evaluator.nearness(list(questions[a : a + 256]), others=True) or [0.0] * len(questions[a : a + 256])
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -202,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True, help="the trained evaluator's folder")
     parser.add_argument("--questions", type=int, default=None)
-    parser.add_argument("--validate", type=float, default=0.2)
+    parser.add_argument("--folds", type=int, default=5, help="out-of-fold probabilities calibrate the thresholds")
     parser.add_argument("--precision", type=float, default=0.85)
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -210,20 +242,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..evaluator import build_evaluator
 
     evaluator = build_evaluator(str(args.out), batch_size=10, max_length=512, evaluator_precision="float")
-    train, validate = [], []
+    every: list[Question] = []
     for spec in args.set:
         name, rest = spec.split("=", 1)
         qfile, index = rest.rsplit("@", 1)
         records = _cached(name, Path(qfile), Path(index), evaluator, args.cache, args.questions, args.seed)
-        cut = int(len(records) * (1 - args.validate))
-        train += [as_question(name, r) for r in records[:cut]]
-        validate += [as_question(name, r) for r in records[cut:]]
-    weights, bias, mean, scale = fit(train, args.l2)
-    raw = FusedFit(tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)), 1.0, 0.0, 1.0)
-    upper, lower, keep = calibrate(validate, raw, args.precision)
-    final = FusedFit(raw.weights, raw.bias, raw.mean, raw.scale, upper, lower, keep)
+        near = nearness(evaluator, [r["question"] for r in records])
+        every += [as_question(name, r, d) for r, d in zip(records, near)]
+    weights, bias, mean, scale = fit(every, args.l2)
+    final = FusedFit(tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)))
     write_fused(args.out, final, "python -m crag_cli.train.fused " + " ".join(sys.argv[1:] if argv is None else argv))
-    print(json.dumps({"features": list(FEATURES), **final.to_dict(), "train": len(train), "validate": len(validate)}))
+    upper, lower, keep = calibrate(out_of_fold(every, args.folds, args.l2), args.precision)
+    could = {"upper": upper, "lower": lower, "keep": keep, "precision": args.precision}
+    print(json.dumps({**final.to_dict(), "questions": len(every), "thresholds_at_precision": could}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""The fused evaluator: its features, its fit (against scikit-learn), its thresholds, and how the pipeline uses it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from crag_cli.actions import Action, Thresholds
+from crag_cli.corpus import Passage
+from crag_cli.evaluator import EvaluatorError
+from crag_cli.evaluator.fused import FEATURES, FusedFit, features, read_fused, write_fused
+from crag_cli.index import Hit
+from crag_cli.pipeline import Pipeline
+from crag_cli.train.fused import Question, calibrate, fit_logistic
+
+
+def _fit(cosine_weight=4.0):
+    weights = [0.0] * len(FEATURES)
+    weights[FEATURES.index("cosine")] = cosine_weight
+    return FusedFit(tuple(weights), -2.0, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES))
+
+
+class DenseRetriever:
+    """Hits with both retrievers' evidence: BM25 order as given, each with its cosine."""
+
+    manifest: dict = {}
+    dense = True
+
+    def __init__(self, cosines):
+        self.cosines = cosines
+
+    def search(self, query, k):
+        order = np.argsort(-np.asarray(self.cosines), kind="stable")
+        dense_rank = {int(i): r for r, i in enumerate(order, 1)}
+        return [
+            Hit(Passage(f"p{i}", f"d{i}", "", f"passage {i} text"), 1.0 / (i + 1), i + 1, 0.2, c, dense_rank[i])
+            for i, c in enumerate(self.cosines[:k])
+        ]
+
+    def text_support(self, query, texts):
+        return None
+
+
+class LogitEvaluator:
+    """Gives scores and raw logits (all 0), knows no question (every one out of its domain), stores ``fused``."""
+
+    name = "logit-fake"
+
+    def __init__(self, fused):
+        self.fused = fused
+
+    def score_logits(self, pairs):
+        return [-0.9] * len(pairs), [0.0] * len(pairs)
+
+    def score(self, pairs):
+        return self.score_logits(pairs)[0]
+
+    def knows(self, questions):
+        return [False] * len(questions)
+
+    def nearness(self, questions, others=False):
+        return [0.1] * len(questions)
+
+
+def _pipeline(cosines, fit):
+    th = Thresholds(0.9, -0.9, -0.95, "its own")
+    return Pipeline(DenseRetriever(cosines), LogitEvaluator(fit), th)
+
+
+def test_features_are_the_declared_ones_in_order():
+    rows = features([2.0, 1.0, 0.0], [0.1, 0.6, 0.3], [0.5, 0.2, 0.9], [1, 2, 30], [3, 2, 1], 0.5)
+    assert rows.shape == (3, len(FEATURES))
+    col = {name: rows[:, i] for i, name in enumerate(FEATURES)}
+    np.testing.assert_allclose(col["logit_gap"], [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(col["support_gap"], [0.5, 0.0, 0.3])
+    np.testing.assert_allclose(col["cosine_gap"], [0.4, 0.7, 0.0])
+    np.testing.assert_allclose(col["log_bm25_rank"], np.log([1, 2, 30]))
+    np.testing.assert_allclose(col["logit_in_domain"], [1.0, 0.5, 0.0])
+    np.testing.assert_allclose(col["logit_gap_in_domain"], [0.0, 0.5, 1.0])
+
+
+def test_the_passages_are_read_in_the_fits_order_and_the_action_stays_the_evaluators():
+    pipe = _pipeline([0.1, 0.9, 0.7, 0.2], _fit())
+    result = pipe.evaluate("a question out of the evaluator's domain")
+    assert [h.passage.id for h in result.hits] == ["p1", "p2", "p3", "p0"]
+    assert result.scores == [-0.9] * 4 and result.action is Action.AMBIGUOUS  # its own scores and domain guard
+    pipe.act(result)
+    assert [s.source for s in result.internal_knowledge] == ["p1", "p2", "p3", "p0"]  # read in that order
+
+
+def test_without_the_dense_part_or_a_fit_the_retrieval_order_stays():
+    assert [h.passage.id for h in _pipeline([0.1, 0.9], None).evaluate("q").hits] == ["p0", "p1"]
+    plain = _pipeline([0.1, 0.9], _fit())
+    plain.retriever.dense = False
+    assert [h.passage.id for h in plain.evaluate("q").hits] == ["p0", "p1"]
+
+
+def test_fit_logistic_equals_scikit_learns_logistic_regression():
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 5)) * [1, 3, 0.1, 10, 1] + [0, 2, 0, -5, 1]
+    y = (x @ [1.0, -0.5, 4.0, 0.1, 0.0] + rng.normal(size=400) > 0).astype(int)
+    w = rng.uniform(0.5, 2.0, size=400)
+    weights, bias, mean, scale = fit_logistic(x, y, w, l2=2.0)
+    z = (x - mean) / scale
+    ref = sklearn.LogisticRegression(C=1 / 2.0, tol=1e-10, max_iter=10000).fit(z, y, sample_weight=w / w.mean())
+    np.testing.assert_allclose(weights, ref.coef_[0], rtol=1e-3, atol=1e-4)
+    assert bias == pytest.approx(ref.intercept_[0], abs=1e-4)
+
+
+def test_calibrate_finds_the_loosest_thresholds_at_the_precision_asked():
+    rng = np.random.default_rng(3)
+    questions = []
+    for i in range(200):
+        good = i % 2 == 0
+        cos = rng.uniform(0.6, 1.0, 3) if good else rng.uniform(0.0, 0.6, 3)
+        labels = [bool(good and j == int(np.argmax(cos))) for j in range(3)]
+        questions.append(Question("s", str(i), features([0, 0, 0], [0, 0, 0], cos, [1, 2, 3], [1, 2, 3], 0.2), labels))
+    fit = _fit(cosine_weight=10.0)
+    upper, lower, keep = calibrate([(q.set, fit.probabilities(q.rows), q.labels) for q in questions], 0.9)
+    p = lambda c: 1 / (1 + np.exp(-(10 * c - 2)))  # noqa: E731
+    assert p(0.6) - 0.05 <= upper <= p(0.6) + 0.05 and lower <= upper
+    assert lower >= p(0.5)  # every question below 0.6's probability has no answer: Incorrect right
+
+
+def test_a_stored_fit_reads_back_and_a_bad_one_is_a_clear_error(tmp_path):
+    (tmp_path / "crag-evaluator.json").write_text(json.dumps({"format": 1}))
+    fit = _fit()
+    write_fused(tmp_path, fit, "a test")
+    manifest = json.loads((tmp_path / "crag-evaluator.json").read_text())
+    assert read_fused(manifest, tmp_path) == fit and manifest["fused"]["fitted_by"] == "a test"
+    manifest["fused"]["scale"][0] = 0.0
+    with pytest.raises(EvaluatorError, match="bad 'fused' entry"):
+        read_fused(manifest, tmp_path)
+    assert read_fused({}, tmp_path) is None
