@@ -71,10 +71,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=400)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--also", action="append", default=[], help="QUESTIONS,INDEX,TAG: another set's pairs")
+    parser.add_argument("--seed", type=int, default=0, help="of the articles and questions sampled")
+    parser.add_argument("--folder-only", action="store_true", help="write docs/ and questions.jsonl, nothing else")
     args = parser.parse_args()
-    qs = squad_folder(json.loads(args.squad.read_text())["data"], args.articles, args.questions, args.out)
+    qs = squad_folder(json.loads(args.squad.read_text())["data"], args.articles, args.questions, args.out, args.seed)
     with open(args.out / "questions.jsonl", "w") as f:
         f.writelines(json.dumps(q) + "\n" for q in qs)
+    if args.folder_only:
+        return
     build_index(args.out / "docs", args.out / "index")
     pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq")
     for spec in args.also:

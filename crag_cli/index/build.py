@@ -370,9 +370,14 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             at += len(piece)
         write_passages(pieces, tmp / PASSAGES, tmp / PASSAGE_OFFSETS, old.passages if old is not None else None)
         dense, embedded = (None, 0)
-        if job.encoder is not None:
+        if job.encoder is not None:  # the dense part: unchanged files' rows copied when by this encoder
+            new = [p for piece in pieces if isinstance(piece, list) for p in piece]
+
+            def texts(is_old: bool, a: int, b: int) -> list[str]:
+                return [_index_text(p) for p in (old.passages[a:b] if is_old else new[a:b])]
+
             reuse = old.vectors_by(job.encoder) if old is not None else None
-            dense, embedded = write_dense(pieces, old, reuse, job.encoder, tmp / DENSE_DIR, job.progress)
+            dense, embedded = write_dense(row_spans(pieces), texts, reuse, job.encoder, tmp / DENSE_DIR, job.progress)
         manifest = {
             **settings,
             **({"dense": dense.to_dict()} if dense is not None else {}),

@@ -122,20 +122,10 @@ def write_vectors(
     return DenseInfo(encoder.name, dim)
 
 
-def write_dense(pieces: list, old, reuse, encoder: Encoder, folder: Path, progress=None) -> tuple[DenseInfo, int]:
-    """Write a new index's dense part into ``folder``: the rows of the old index's passages copied from ``reuse``
-    (its vectors, when by this encoder) or embedded again from ``old``'s passages, the new passages embedded.
-
-    ``pieces`` are the index's passages as :func:`crag_cli.index.store.write_passages` takes them. Returns what
-    the manifest records and how many passages were embedded.
-    """
-    from .store import _index_text, row_spans
-
-    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
-    spans = row_spans(pieces)
-
-    def texts(is_old: bool, first: int, end: int) -> list[str]:
-        return [_index_text(p) for p in (old.passages[first:end] if is_old else new[first:end])]
+def write_dense(spans, texts, reuse, encoder: Encoder, folder: Path, progress=None) -> tuple[DenseInfo, int]:
+    """Write a new index's dense part into ``folder`` (:func:`write_vectors`'s ``spans`` and ``texts``; ``reuse``:
+    the old index's vectors when they are by this encoder). Returns what the manifest records and how many
+    passages were embedded; ``progress(what, done, todo)`` as ``crag index`` shows it."""
 
     def said(done: int, todo: int) -> None:
         if progress is not None:
