@@ -149,3 +149,18 @@ def test_the_manifest_names_the_encoder_and_an_unknown_one_is_one_clear_error(tm
     with pytest.raises(IndexUnusableError, match="'hash-16', an encoder this crag does not know: re-run crag index$"):
         BM25Index.load(tmp_path / "ix").fused("baker", 3)
     shutil.rmtree(tmp_path / "ix")
+
+
+def test_running_out_of_memory_while_embedding_is_one_clear_error_and_leaves_the_old_index(tmp_path):
+    class Greedy(HashEncoder):
+        def encode(self, texts):
+            if len(texts) > 1:
+                raise MemoryError
+            return super().encode(texts)
+
+    docs = _folder(tmp_path, FILES)
+    build_index(docs, tmp_path / "ix", passage_words=8)
+    with pytest.raises(IndexUnusableError, match="not enough memory to embed the passages: --no-dense"):
+        build_index(docs, tmp_path / "ix", passage_words=8, encoder=Greedy())
+    assert not BM25Index.load(tmp_path / "ix").has_dense  # the old index, whole
+    assert [p.name for p in tmp_path.iterdir() if "crag-tmp" in p.name] == []

@@ -32,7 +32,7 @@ from .format import (
     is_crag_index,
     recover_index,
 )
-from .dense import DENSE_DIR, DenseInfo, Encoder, write_dense
+from .dense import DENSE_DIR, DenseInfo, Encoder, encoder_name, write_dense
 from .load import load_index
 from .store import PassageStore, _index_text, row_spans, write_passages
 
@@ -246,7 +246,7 @@ def _build_locked(job: _Build) -> BuildReport:
             and old is not None
             and _content(old.manifest["sources"]) == _content(sources)
             and all(old.manifest.get(k) == v for k, v in settings.items())
-            and _dense_name(old.manifest) == (job.encoder.name if job.encoder is not None else None)
+            and encoder_name(old.manifest) == (job.encoder.name if job.encoder is not None else None)
         ):
             m = old.manifest
             skipped = [(s.get("path", "?"), s.get("reason", "?")) for s in m.get("skipped", []) if isinstance(s, dict)]
@@ -259,18 +259,12 @@ def _build_locked(job: _Build) -> BuildReport:
                 time.perf_counter() - job.start,
                 **left_out,
                 reused=len(listing.paths),
-                dense=_dense_name(m),
+                dense=encoder_name(m),
             )
         return _write_index(job, listing, sources, settings, old, left_out)
     finally:
         if old is not None:
             old.passages.close()
-
-
-def _dense_name(manifest: dict) -> str | None:
-    """The encoder of an index's dense part; ``None`` when it has none."""
-    info = DenseInfo.of(manifest)
-    return info.encoder if info is not None else None
 
 
 def _gather(job: _Build, listing, sources: list[dict], old) -> tuple[list, list, int, int, int]:
@@ -377,7 +371,12 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
                 return [_index_text(p) for p in (old.passages[a:b] if is_old else new[a:b])]
 
             reuse = old.vectors_by(job.encoder) if old is not None else None
-            dense, embedded = write_dense(row_spans(pieces), texts, reuse, job.encoder, tmp / DENSE_DIR, job.progress)
+            try:
+                dense, embedded = write_dense(
+                    row_spans(pieces), texts, reuse, job.encoder, tmp / DENSE_DIR, job.progress
+                )
+            except MemoryError:
+                raise IndexUnusableError("not enough memory to embed the passages: --no-dense indexes with BM25 alone")
         manifest = {
             **settings,
             **({"dense": dense.to_dict()} if dense is not None else {}),

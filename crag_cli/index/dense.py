@@ -60,6 +60,12 @@ class DenseInfo:
         return cls(entry["encoder"], dim) if isinstance(dim, int) and dim > 0 else None
 
 
+def encoder_name(manifest: dict) -> str | None:
+    """The encoder of an index's dense part (its manifest's ``dense``); ``None`` when it has none."""
+    info = DenseInfo.of(manifest)
+    return info.encoder if info is not None else None
+
+
 def write_vectors(
     spans: Sequence[tuple[bool, int, int]],
     texts: Callable[[bool, int, int], list[str]],
