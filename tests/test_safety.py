@@ -302,7 +302,7 @@ def test_resume_ignores_what_the_records_do_not_depend_on(built_index, tiny_gguf
     # the same documents touched and indexed again from scratch; settings plain RAG never uses
     for f in docs_dir.rglob("*"):
         os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
-    assert invoke("index", docs_dir, "--index", built_index, "--force").exit_code == 0
+    assert invoke("index", docs_dir, "--index", built_index, "--force", "--no-dense").exit_code == 0  # (as built)
     unused = ["--upper", "0.3", "--strips", "2", "--evaluator", "minilm-cosine"]
     r = invoke("batch", qs, "-o", out, "--resume", *common, *unused)
     assert r.exit_code == 0, r.output

@@ -191,21 +191,10 @@ def build_index(
         raise IndexUnusableError(f"cannot write the index at {shown}: {exc.strerror or exc}") from None
     with files.Lock(index_dir, "index"):  # one writer per index: a second build is refused, naming the first
         recover_index(index_dir)  # (only ever puts back an index of crag's: the target checked above stays valid)
-        return _build_locked(
-            _Build(
-                docs,
-                index_dir,
-                shown,
-                passage_words,
-                tokenizer,
-                params,
-                force,
-                progress,
-                include_hidden,
-                start,
-                encoder,
-            )
+        job = _Build(
+            docs, index_dir, shown, passage_words, tokenizer, params, force, progress, include_hidden, start, encoder
         )
+        return _build_locked(job)
 
 
 @dataclass(frozen=True)
@@ -363,20 +352,7 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             src["passages"] = [at, at + len(piece)]
             at += len(piece)
         write_passages(pieces, tmp / PASSAGES, tmp / PASSAGE_OFFSETS, old.passages if old is not None else None)
-        dense, embedded = (None, 0)
-        if job.encoder is not None:  # the dense part: unchanged files' rows copied when by this encoder
-            new = [p for piece in pieces if isinstance(piece, list) for p in piece]
-
-            def texts(is_old: bool, a: int, b: int) -> list[str]:
-                return [_index_text(p) for p in (old.passages[a:b] if is_old else new[a:b])]
-
-            reuse = old.vectors_by(job.encoder) if old is not None else None
-            try:
-                dense, embedded = write_dense(
-                    row_spans(pieces), texts, reuse, job.encoder, tmp / DENSE_DIR, job.progress
-                )
-            except MemoryError:
-                raise IndexUnusableError("not enough memory to embed the passages: --no-dense indexes with BM25 alone")
+        dense, embedded = _dense(job, pieces, old, tmp / DENSE_DIR) if job.encoder is not None else (None, 0)
         manifest = {
             **settings,
             **({"dense": dense.to_dict()} if dense is not None else {}),
@@ -419,6 +395,22 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
         embedded=embedded,
         dense=dense.encoder if dense is not None else None,
     )
+
+
+def _dense(job: _Build, pieces: list, old, folder: Path) -> tuple[DenseInfo, int]:
+    """The new index's dense part, written into ``folder``: unchanged files' rows copied when by this encoder."""
+    new = [p for piece in pieces if isinstance(piece, list) for p in piece]
+
+    def texts(is_old: bool, a: int, b: int) -> list[str]:
+        return [_index_text(p) for p in (old.passages[a:b] if is_old else new[a:b])]
+
+    reuse = old.vectors_by(job.encoder) if old is not None else None
+    try:
+        return write_dense(row_spans(pieces), texts, reuse, job.encoder, folder, job.progress)
+    except MemoryError:
+        raise IndexUnusableError(
+            "not enough memory to embed the passages: --no-dense indexes with BM25 alone"
+        ) from None
 
 
 def _read_source(path: Path, src: dict, name: str, on_page, words: int) -> tuple[list, int, list]:
