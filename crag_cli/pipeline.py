@@ -99,10 +99,15 @@ class Pipeline:
 
     def _fused(self, question: str, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
         """The hits, their scores and logits in the fused evaluator's order (as they are without a :attr:`fit`)."""
-        if self.fit is None or not hits or logits is None or any(h.cosine is None or h.support is None for h in hits):
+        if (
+            self.fit is None
+            or not hits
+            or logits is None
+            or any(h.dense_rank is None or h.support is None for h in hits)
+        ):
             return hits, scores, logits
         near = self.evaluator.nearness([question])  # type: ignore[attr-defined]
-        evidence = [(h.support, h.cosine, h.rank, h.dense_rank or len(hits)) for h in hits]
+        evidence = [(h.support, h.cosine, h.rank, h.dense_rank) for h in hits]
         order = self.fit.order(logits, evidence, near[0] if near else 0.0)
         return [hits[i] for i in order], [scores[i] for i in order], [logits[i] for i in order]
 

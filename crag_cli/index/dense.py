@@ -215,8 +215,3 @@ def encoder_named(name: str) -> Encoder:
     if name not in ENCODERS:
         raise ValueError(f"the index's vectors are by {name!r}, an encoder this crag does not know: re-run crag index")
     return ENCODERS[name]()
-
-
-def describe(info: DenseInfo | None) -> str:
-    """What the dense part of an index holds, in a few words (``crag index``'s report)."""
-    return "no dense vectors" if info is None else f"dense vectors by {info.encoder} ({info.dim} wide)"

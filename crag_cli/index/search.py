@@ -310,8 +310,6 @@ class Retrieval:
         return self.index.has_dense
 
     def search(self, query: str, k: int) -> list[Hit]:
-        if not self.index.has_dense:
-            return self.index.search(query, k)
         return self.index.fused(query, k, ("bm25", "dense") if self.by == "fused" else (self.by,))
 
     def text_support(self, query: str, texts: Sequence[str]) -> list[float]:
