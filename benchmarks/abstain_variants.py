@@ -6,7 +6,7 @@ Each question is answered once by the pipeline with ``docqa``'s prompt, unchecke
 plain RAG): its answer, whether that answer is grounded in the knowledge read, whether the knowledge holds a
 gold answer. Then, over the same knowledge, the reader is asked again with each instruction of :data:`VARIANTS`
 (which let it answer "Not in the reference." itself) in place of docqa's, and with docqa's check
-(:data:`crag_cli.prompts.CHECK`, a yes/no question on whether the reference states the answer: ``check-no`` is
+(:data:`crag_cli.reader.prompts.CHECK`, a yes/no question on whether the reference states the answer: ``check-no`` is
 what crag ships). The prompts share everything up to the instruction, so llama.cpp reuses the cached prefix and each costs
 little more than its reply. Writes one JSON line per question; prints, per way, the answerable and unanswerable
 questions it would answer "Not found". For choosing on diagnosis questions only.
@@ -22,9 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crag_cli import build, prompts  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.prompts import CHECK, clean_answer  # noqa: E402
+from crag_cli import assemble
+from crag_cli.reader import prompts
+from crag_cli.action.match import holds_answer  # noqa: E402
+from crag_cli.reader.prompts import CHECK, clean_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 NOT_IN = "Not in the reference."
@@ -59,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     settings = Settings(index=args.index, task="docqa", **({"top_k": args.top_k} if args.top_k else {}))
-    pipe = build.pipeline(settings, with_generator=True)
+    pipe = assemble.pipeline(settings, with_generator=True)
     shipped = prompts.TASKS["docqa"]
     prompts.TASKS["docqa"] = prompts.Task(**{**shipped.__dict__, "check": None})  # the first answer: unchecked
     ways = ["ungrounded", *VARIANTS, "check-no", "check-no+ungrounded"]

@@ -44,12 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one definition)
 
-from crag_cli.actions import resolve_thresholds  # noqa: E402
-from crag_cli.calibrate import Item, action_accuracy, choose_action_thresholds  # noqa: E402
-from crag_cli.build import evaluator_of  # noqa: E402
-from crag_cli.evaltest import in_sample_note  # noqa: E402
+from crag_cli.action.trigger import resolve_thresholds  # noqa: E402
+from crag_cli.action.calibrate import Item, action_accuracy, choose_action_thresholds  # noqa: E402
+from crag_cli.assemble import evaluator_of  # noqa: E402
+from crag_cli.action.evaltest import in_sample_note  # noqa: E402
 from crag_cli.index import BM25Index  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.errors import CragError  # noqa: E402
 from crag_cli.train import in_sample, question_fingerprint, seen_by  # noqa: E402
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from popqa import MODES, chart, paired, parse_modes, summarise, table  # noqa: E402  (the benchmark's own metrics)
 
 from crag_cli.errors import CragError  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
 
 
 def read_run(folder: Path, modes: list[str]) -> tuple[dict[str, dict], dict[str, list[dict]], dict[str, str]]:

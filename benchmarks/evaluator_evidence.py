@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from crag_cli.evaltest import auc
-from crag_cli.build import evaluator_of
+from crag_cli.action.evaltest import auc
+from crag_cli.assemble import evaluator_of
 from crag_cli.evaluator import EMBEDDED_EVALUATOR, parse_spec, read_trained
 from crag_cli.index import BM25Index
-from crag_cli.match import holds_answer
+from crag_cli.action.match import holds_answer
 from crag_cli.train.data import question_fingerprint, seen_questions
 
 EVIDENCE = ("logit", "support", "rank")

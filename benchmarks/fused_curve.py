@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crag_cli.evaltest import auc
+from crag_cli.action.evaltest import auc
 from crag_cli.evaluator import build_evaluator
 from crag_cli.evaluator.fused import FEATURES
 from crag_cli.train.fused import _cached, as_question, fit, nearness

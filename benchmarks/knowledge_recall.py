@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import spread_sample  # noqa: E402
 
-from crag_cli import build  # noqa: E402
-from crag_cli.actions import Action  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli import assemble
+from crag_cli.action.trigger import Action  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         build_index(docs if docs.is_dir() else args.data / "corpus.jsonl", args.index)
     lines = [x for x in (args.questions or args.data / "questions.dev.jsonl").read_text().splitlines() if x.strip()]
     questions = [json.loads(x) for x in spread_sample(lines, args.sample)]
-    from crag_cli.config import coerce
+    from crag_cli.settings.layers import coerce
 
     chosen = {name: coerce(name, value, "--set") for name, _, value in (s.partition("=") for s in args.set)}
     if args.web:
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         _, url = start_in_thread(args.data / "web.jsonl", 0)
         chosen.update(web="searxng", searxng_url=url, allow_private=True, cache=False)
     settings = Settings(index=args.index, **({"evaluator": args.evaluator} if args.evaluator else {}), **chosen)
-    pipe = build.pipeline(settings, with_generator=False, with_web=True)  # no web stage without --web
+    pipe = assemble.pipeline(settings, with_generator=False, with_web=True)  # no web stage without --web
     rows: dict[str, Counter] = {}
     for i, q in enumerate(questions, 1):
         place = "local" if q.get("answer_in_local", True) else "web-only"

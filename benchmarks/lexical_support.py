@@ -23,15 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ranking_variants import Memo, diagnosis_questions  # noqa: E402
 
-from crag_cli import build  # noqa: E402
-from crag_cli.actions import Action, decide  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli import assemble
+from crag_cli.action.trigger import Action, decide  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
     args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
-    pipe = build.pipeline(Settings(index=args.index), with_generator=False)
+    pipe = assemble.pipeline(Settings(index=args.index), with_generator=False)
     memo = Memo(pipe.evaluator, args.cache)
     pipe._scorer.evaluator = memo
     th = pipe.thresholds

@@ -106,12 +106,12 @@ EVALUATES = {"crag", "crag-web-off", "crag-refine", "crag-evidence", "crag-no-re
 
 
 from crag_cli.evaluator import EvaluatorError, absolute_spec  # noqa: E402
-from crag_cli.models import DEFAULT_MODEL  # noqa: E402
-from crag_cli.modes import Mode  # noqa: E402
-from crag_cli.prompts import TASK_CHOICES  # noqa: E402
+from crag_cli.reader.models import DEFAULT_MODEL  # noqa: E402
+from crag_cli.pipeline.modes import Mode  # noqa: E402
+from crag_cli.reader.prompts import TASK_CHOICES  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
-from crag_cli.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
-from crag_cli.evaltest import in_sample_note  # noqa: E402
+from crag_cli.action.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
+from crag_cli.action.evaltest import in_sample_note  # noqa: E402
 from crag_cli.train import in_sample as evaluator_in_sample  # noqa: E402
 
 

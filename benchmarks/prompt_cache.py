@@ -5,7 +5,7 @@
 For accuracy benchmarks only (``benchmarks/popqa.py --prompt-cache FILE`` runs its modes so): modes and
 settings that send the same prompt (crag with the web off and on, when it reads only the passages; crag and plain
 RAG when they read the same passages) are answered once. The reader decodes greedily (temperature 0,
-``crag_cli.generator.served``), so the cached reply is the one the reader gives. A cached reply is streamed
+``crag_cli.reader.served``), so the cached reply is the one the reader gives. A cached reply is streamed
 whole and takes no time: a run that used the cache has no timings worth reporting. FILE is a JSON line per
 reply (its key, the reply, its token counts), appended as replies come.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crag_cli.generator.base import Generation  # noqa: E402
-from crag_cli.generator.served import ServedGenerator  # noqa: E402
+from crag_cli.reader.base import Generation  # noqa: E402
+from crag_cli.reader.served import ServedGenerator  # noqa: E402
 
 
 def key(model: str, messages: list[dict], max_tokens: int) -> str:

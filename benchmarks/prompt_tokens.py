@@ -16,8 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
-from crag_cli.generator import EngineGenerator, ReaderOptions
-from crag_cli.prompts import KnowledgeItem, build_messages
+from crag_cli.reader import EngineGenerator, ReaderOptions
+from crag_cli.reader.prompts import KnowledgeItem, build_messages
 from crag_cli.settings import Settings
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "popqa" / "questions.dev.jsonl"

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import spread_sample  # noqa: E402
 
-from crag_cli import build  # noqa: E402
-from crag_cli.actions import Action  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
+from crag_cli import assemble
+from crag_cli.action.trigger import Action  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 # name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
@@ -102,7 +102,7 @@ def diagnosis_questions(description: str, argv: list[str] | None) -> tuple[argpa
 def main(argv: list[str] | None = None) -> None:
     args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
     pipes = {
-        name: build.pipeline(Settings(index=args.index, **kw), with_generator=False)
+        name: assemble.pipeline(Settings(index=args.index, **kw), with_generator=False)
         for name, (kw, _) in VARIANTS.items()
     }
     memo = Memo(next(iter(pipes.values())).evaluator, args.cache)

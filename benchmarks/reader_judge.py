@@ -3,7 +3,7 @@
     python benchmarks/reader_judge.py --index IX --questions FILE [--top N] --out OUT.jsonl
 
 For each question, each of BM25's top N passages is given to the reader alone with
-:data:`crag_cli.prompts.JUDGE` ("Does the reference answer the question?"), all N of them (crag stops at the
+:data:`crag_cli.reader.prompts.JUDGE` ("Does the reference answer the question?"), all N of them (crag stops at the
 first yes), and the answer is read from the first passage it says yes to, alone, with docqa's prompt, its first
 sentence or the passage's sentence it was drawn from (as crag gives it). One JSON line per question: each
 passage's verdict and whether it holds a gold answer, the first yes, the answer and whether it holds a gold
@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crag_cli import build  # noqa: E402
-from crag_cli.corpus import split_sentences  # noqa: E402
-from crag_cli.match import holds_answer, quote  # noqa: E402
-from crag_cli.prompts import JUDGE, KnowledgeItem, build_messages, clean_answer, says_yes  # noqa: E402
+from crag_cli import assemble
+from crag_cli.documents.passages import split_sentences  # noqa: E402
+from crag_cli.action.match import holds_answer, quote  # noqa: E402
+from crag_cli.reader.prompts import JUDGE, KnowledgeItem, build_messages, clean_answer, says_yes  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     done = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
-    pipe = build.pipeline(Settings(index=args.index, task="docqa"), with_generator=True)
+    pipe = assemble.pipeline(Settings(index=args.index, task="docqa"), with_generator=True)
     seen = {r["id"] for r in done}
     with args.out.open("a") as out:
         for row in rows:

@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranking_variants import Memo, diagnosis_questions  # noqa: E402
 from webstandin import start_in_thread  # noqa: E402
 
-from crag_cli import build  # noqa: E402
-from crag_cli.actions import Action  # noqa: E402
-from crag_cli.match import holds_answer  # noqa: E402
-from crag_cli.refine import fuse_ranks, lexical_scores, strip_pieces, strongest_first  # noqa: E402
+from crag_cli import assemble
+from crag_cli.action.trigger import Action  # noqa: E402
+from crag_cli.action.match import holds_answer  # noqa: E402
+from crag_cli.action.refine import fuse_ranks, lexical_scores, strip_pieces, strongest_first  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.web.rewrite import keyword_query  # noqa: E402
 from crag_cli.web.stage import page_sources  # noqa: E402
@@ -80,10 +80,10 @@ def main(argv: list[str] | None = None) -> None:
     server, url = start_in_thread(args.data / "web.jsonl")
     try:
         settings = Settings(index=args.index, web="searxng", searxng_url=url, allow_private=True, cache=False)
-        pipe = build.pipeline(settings, with_generator=False)
+        pipe = assemble.pipeline(settings, with_generator=False)
         memo = Memo(pipe.evaluator, args.cache)
         pipe._scorer.evaluator = memo
-        pipe.web = build.web_corrector(settings, memo, None, pipe.thresholds)
+        pipe.web = assemble.web_corrector(settings, memo, None, pipe.thresholds)
         reading: dict[tuple[str, str], Counter] = {}
         strips: dict[tuple[int, str], Counter] = {}
         web_only = 0

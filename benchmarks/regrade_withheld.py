@@ -3,7 +3,7 @@
     python benchmarks/regrade_withheld.py RECORDS.jsonl[.gz] [...] [--names] [--no-judge | --first-only]
 
 Out of the evaluator's domain, in crag mode, not Correct and with nothing from the web (no page fetched, no
-strip), an answer that :func:`crag_cli.match.is_grounded` says the knowledge it was read from does not state is
+strip), an answer that :func:`crag_cli.action.match.is_grounded` says the knowledge it was read from does not state is
 withheld as "Not found". Withholding sends no prompt, so applying it to a run's records gives what the rule
 would have given in that run: the knowledge read is the record's ``internal_knowledge`` (the passage judged yes,
 when the reader judged them), the answer its ``answer`` (or the ``reader_answer`` a withheld answer keeps, so
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crag_cli.match import contains_phrase, holds_answer, is_grounded, normalise_answer, token_scores  # noqa: E402
+from crag_cli.action.match import contains_phrase, holds_answer, is_grounded, normalise_answer, token_scores  # noqa: E402
 
 NAME = re.compile(r"`([^`]+)`")  # a name the answer quotes (--names)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from crag_cli.evaltest import auc
+from crag_cli.action.evaltest import auc
 from crag_cli.evaluator import build_evaluator
 from crag_cli.index import BM25Index
-from crag_cli.match import holds_answer
+from crag_cli.action.match import holds_answer
 from crag_cli.train.fused import _cached, as_question, nearness
 
 

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from crag_cli.index import BM25Index
-from crag_cli.match import holds_answer
+from crag_cli.action.match import holds_answer
 
 
 def main(argv: list[str] | None = None) -> None:

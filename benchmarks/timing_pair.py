@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from popqa import spread_sample  # noqa: E402
 
-from crag_cli.prompts import TASK_CHOICES  # noqa: E402
+from crag_cli.reader.prompts import TASK_CHOICES  # noqa: E402
 
 SHOWN_STAGES = ("evaluate", "refine", "rewrite", "search", "generate")  # the stage columns of results.md
 
@@ -85,7 +85,7 @@ def main() -> None:
     import crag_cli
     from crag_cli.batch import GROUP_LINES
     from crag_cli.errors import CragError
-    from crag_cli.evaltest import in_sample_note
+    from crag_cli.action.evaltest import in_sample_note
     from crag_cli.index import build_index
     from crag_cli.settings import Settings
     from crag_cli.train import in_sample

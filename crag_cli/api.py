@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from .config import _problem
-from .modes import Mode
+from .settings.layers import _problem
+from .pipeline.modes import Mode
 from .settings import Settings, SettingsError
 
 
@@ -34,14 +34,14 @@ class Crag:
     """An opened index with its settings; models load on the first question (or :meth:`load`)."""
 
     def __init__(self, settings: Settings, mode: Mode | str = Mode.CRAG) -> None:
-        from . import build
+        from . import assemble
 
         try:
             self.mode = Mode.parse(mode)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
         self.settings = settings
-        self.pipeline = build.pipeline(settings, with_generator=True, retrieve=self.mode.retrieves)
+        self.pipeline = assemble.pipeline(settings, with_generator=True, retrieve=self.mode.retrieves)
         self._loaded = False
 
     def load(self) -> "Crag":
@@ -54,7 +54,7 @@ class Crag:
         return self
 
     def ask(self, question: str, answers: Iterable[str] | None = None, on_token: Callable[[str], None] | None = None):
-        """Answer one question: a :class:`crag_cli.result.Result`; ``on_token`` receives the answer as it streams.
+        """Answer one question: a :class:`crag_cli.pipeline.result.Result`; ``on_token`` receives the answer as it streams.
 
         Raises ``ValueError`` for an empty question; errors of the models or the web propagate.
         """
@@ -74,7 +74,7 @@ class Crag:
         a bad question (empty, wrong types) gives an error record and the rest go on.
         """
         from .batch import InProcess, WorkerPool
-        from .records import parse_question
+        from .batch.records import parse_question
 
         lines = (parse_question({"question": q} if isinstance(q, str) else q, i) for i, q in enumerate(questions, 1))
         if workers > 1:

@@ -4,10 +4,10 @@ A package adds one by naming an object (or a class, made with no arguments)
 in its ``pyproject.toml``, as simonw/llm's plugins do::
 
     [project.entry-points."crag.readers"]
-    toy = "toy_plugin:ToyBackend"        # a ReaderBackend (crag_cli.generator.backends)
+    toy = "toy_plugin:ToyBackend"        # a ReaderBackend (crag_cli.reader.backends)
 
     [project.entry-points."crag.documents"]
-    toy = "toy_plugin:ToyDocuments"      # a DocumentType (crag_cli.doctypes)
+    toy = "toy_plugin:ToyDocuments"      # a DocumentType (crag_cli.documents.types)
 
 Each group is loaded once per process, when first needed, with
 :func:`importlib.metadata.entry_points`. One that cannot be loaded (its import

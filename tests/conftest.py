@@ -29,8 +29,8 @@ PAPER_RULES = {"lexical_support": 1.0, "ranking": "evaluator", "knowledge_words"
 
 
 def fake_pipeline(retriever, evaluator, thresholds, generator=None, web=None, reading=None, **settings):
-    """A :class:`crag_cli.pipeline.Pipeline` of the given stages, with :data:`PAPER_RULES` and ``settings``."""
-    from crag_cli.pipeline import Pipeline
+    """A :class:`crag_cli.pipeline.corrective.Pipeline` of the given stages, with :data:`PAPER_RULES` and ``settings``."""
+    from crag_cli.pipeline.corrective import Pipeline
     from crag_cli.settings import Settings
 
     chosen = {**PAPER_RULES, **settings}

@@ -1,6 +1,6 @@
 import pytest
 
-from crag_cli.actions import Action, PRESETS, decide, resolve_thresholds
+from crag_cli.action.trigger import Action, PRESETS, decide, resolve_thresholds
 from crag_cli.errors import CragError
 
 

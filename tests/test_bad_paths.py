@@ -73,7 +73,7 @@ def test_an_output_that_is_a_loop_of_symbolic_links_is_one_line(args, built_inde
 
 @pytest.mark.parametrize("cache", ["{file}", "{file}/below", "/tmp/" + LONG])
 def test_a_cache_folder_that_cannot_be_one_is_said_before_the_model_is_assembled(cache, built_index, tmp_path):
-    from crag_cli.models import embedded
+    from crag_cli.reader.models import embedded
 
     model = embedded("qwen2.5-coder-0.5b")  # split across packages: assembled into the cache folder
     if model.missing_packages():

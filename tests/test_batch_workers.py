@@ -177,7 +177,7 @@ def test_ray_without_its_extra_is_one_line(built_index, tiny_gguf, tmp_path, mon
 
 def test_groups_follow_line_blocks_so_a_resumed_run_scores_the_same_questions_together():
     from crag_cli.batch import groups
-    from crag_cli.records import QuestionLine
+    from crag_cli.batch.records import QuestionLine
 
     qs = [QuestionLine(n, None, f"q{n}", None, None) for n in (1, 2, 4, 5, 6, 9, 12, 13)]
     assert [[q.line for q in g] for g in groups(qs, 4)] == [[1, 2, 4], [5, 6], [9, 12], [13]]
@@ -187,7 +187,7 @@ def test_groups_follow_line_blocks_so_a_resumed_run_scores_the_same_questions_to
 
 def test_a_full_group_is_answered_without_waiting_for_the_next_question():
     from crag_cli.batch import groups
-    from crag_cli.records import QuestionLine
+    from crag_cli.batch.records import QuestionLine
 
     def stream():  # a live source: asking past line 4 would be an error here
         for n in range(1, 5):

@@ -9,12 +9,12 @@ import re
 import pytest
 from conftest import crag_process, vm_peak
 
-import crag_cli.bigtext as bigtext
-from crag_cli.corpus import split_passages
-from crag_cli.documents import Document, Unreadable
-from crag_cli.doctypes import read_text_file
-from crag_cli.readers import read_file, split_documents
-from crag_cli.titles import first_heading, first_line_title, markdown_title, text_title
+import crag_cli.documents.bigtext as bigtext
+from crag_cli.documents.passages import split_passages
+from crag_cli.documents.formats import Document, Unreadable
+from crag_cli.documents.types import read_text_file
+from crag_cli.documents.folder import read_file, split_documents
+from crag_cli.documents.titles import first_heading, first_line_title, markdown_title, text_title
 
 TOKENS = [
     *("Dr.", "J.", "Mr.", "e.g.", "etc.", "a.b.", "42.", "1999.", "(Paren.)", '"Quoted."', "end.)", "[x].", "Ok?!"),

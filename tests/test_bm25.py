@@ -3,7 +3,7 @@
 import bm25s
 import numpy as np
 
-from crag_cli.bm25 import BM25Params, TermMatrix, count_terms, idf
+from crag_cli.index.bm25 import BM25Params, TermMatrix, count_terms, idf
 
 
 def _bm25s(docs, n_terms, params=BM25Params()):
@@ -58,7 +58,7 @@ def test_idf_is_lucenes_and_positive_for_every_term_a_passage_holds():
 
 
 def test_weights_weighed_a_block_at_a_time_equal_bm25s_to_the_bit(monkeypatch):
-    import crag_cli.bm25 as bm25
+    import crag_cli.index.bm25 as bm25
 
     monkeypatch.setattr(bm25, "WEIGHT_BLOCK", 7)  # blocks that cut terms' entries anywhere
     test_weights_equal_bm25s_to_the_bit()

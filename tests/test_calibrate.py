@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from crag_cli.calibrate import Item, action_accuracy, calibrate, choose_action_thresholds, choose_filter
-from crag_cli.match import holds_answer
+from crag_cli.action.calibrate import Item, action_accuracy, calibrate, choose_action_thresholds, choose_filter
+from crag_cli.action.match import holds_answer
 from crag_cli.cli import app
 from typer.testing import CliRunner
 
@@ -89,7 +89,7 @@ def test_a_refused_calibrate_or_train_evaluator_leaves_no_lock_behind(built_inde
     def missing_extra(model):
         raise CragError(f"model {model} needs an extra that is not installed")
 
-    monkeypatch.setattr("crag_cli.generator.backends.check_model", missing_extra)  # refused after the locks are taken
+    monkeypatch.setattr("crag_cli.reader.backends.check_model", missing_extra)  # refused after the locks are taken
     args = ["train-evaluator", "--synthetic", "3", "--index", str(built_index), "--out", str(tmp_path / "ev")]
     for _ in range(2):
         r = CliRunner().invoke(app, [*args, "--save-synthetic", str(tmp_path / "pairs.jsonl")])

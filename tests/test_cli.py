@@ -5,9 +5,9 @@ from conftest import crag_process, vm_peak
 from typer.testing import CliRunner
 
 from crag_cli import __version__
-from crag_cli.actions import decide, supported
-from crag_cli.build import evaluator_of
-from crag_cli.match import holds_answer
+from crag_cli.action.trigger import decide, supported
+from crag_cli.assemble import evaluator_of
+from crag_cli.action.match import holds_answer
 from crag_cli.cli import app
 
 runner = CliRunner()
@@ -309,7 +309,7 @@ def test_batch_limit_reads_only_the_lines_it_answers(tiny_gguf, tmp_path):
 
 @pytest.mark.slow
 def test_batch_progress_has_no_total_until_a_file_too_large_to_count_first_ends(tiny_gguf, tmp_path, monkeypatch):
-    import crag_cli.records as records
+    import crag_cli.batch.records as records
 
     monkeypatch.setattr(records, "COUNT_BYTES", 0)  # every file too large to count before the batch
     qs = tmp_path / "q.jsonl"
@@ -472,7 +472,7 @@ def _help(*args: str) -> str:
 
 @pytest.mark.parametrize("command", ["ask", "batch"])
 def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(command):
-    from crag_cli.settings_info import everyday, field_names, flag
+    from crag_cli.settings.info import everyday, field_names, flag
 
     short, full = _help(command, "--help"), _help(command, "--help-all")
     assert len(short.splitlines()) <= 60, short
@@ -489,7 +489,7 @@ def test_help_shows_the_everyday_options_in_60_lines_and_help_all_every_option(c
 def test_every_option_of_every_command_has_one_line_of_help_of_at_most_100_characters():
     import typer
 
-    from crag_cli.settings_info import field_names, help_text
+    from crag_cli.settings.info import field_names, help_text
 
     for name in field_names():
         assert "\n" not in help_text(name) and len(help_text(name)) <= 100, (name, help_text(name))

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from crag_cli.corpus import chunk_sentences, split_passages, split_sentences
-from crag_cli.documents import Document
-from crag_cli.doctypes import html_main_text
-from crag_cli.readers import read_folder
+from crag_cli.documents.passages import chunk_sentences, split_passages, split_sentences
+from crag_cli.documents.formats import Document
+from crag_cli.documents.types import html_main_text
+from crag_cli.documents.folder import read_folder
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():
@@ -76,7 +76,7 @@ def test_read_folder_reads_all_types_and_reports_every_skip(docs_dir: Path):
 def test_a_short_document_is_one_passage_as_the_sentence_splitter_would_make_it():
     import random
 
-    from crag_cli.corpus import chunk_sentences
+    from crag_cli.documents.passages import chunk_sentences
 
     rng = random.Random(5)
     pieces = [

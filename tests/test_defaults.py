@@ -1,4 +1,4 @@
-"""Each setting's default is declared once, in crag_cli/settings.py: no parameter or field of the same name elsewhere
+"""Each setting's default is declared once, in crag_cli/settings/__init__.py: no parameter or field of the same name elsewhere
 in crag_cli carries a default value of its own (a second default that could disagree with the setting's)."""
 
 from __future__ import annotations

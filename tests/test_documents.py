@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from test_safety import invoke
 
-from crag_cli.corpus import split_passages
-from crag_cli.documents import Document
-from crag_cli.titles import text_title
-from crag_cli.documents import clean_page, drop_running_lines, join_pages
+from crag_cli.documents.passages import split_passages
+from crag_cli.documents.formats import Document
+from crag_cli.documents.titles import text_title
+from crag_cli.documents.formats import clean_page, drop_running_lines, join_pages
 from crag_cli.index import BM25Index
 
 KEEPER = "The new lighthouse keeper is Marta Quintero, appointed in the spring."

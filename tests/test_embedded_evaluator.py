@@ -99,7 +99,7 @@ def test_the_embedded_evaluator_knows_entity_questions_and_not_questions_about_o
     """Its domain (PopQA's questions): a question about the Python reference is outside it, so never Correct."""
     from pathlib import Path
 
-    from crag_cli.build import evaluator_of
+    from crag_cli.assemble import evaluator_of
 
     ev = evaluator_of("minilm")
     assert ev.knows(["What is Ole Krarup's occupation?", "Who is the author of The Long Ships?"]) == [True, True]

@@ -6,10 +6,10 @@ import random
 import pytest
 from typer.testing import CliRunner
 
-from crag_cli.actions import Thresholds
+from crag_cli.action.trigger import Thresholds
 from crag_cli.cli import app
-from crag_cli.evaltest import auc, evaluator_test
-from crag_cli.fakes import FakeEvaluator, FakeRetriever
+from crag_cli.action.evaltest import auc, evaluator_test
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeRetriever
 
 
 def test_auc_equals_scipys_mann_whitney_u_with_ties():

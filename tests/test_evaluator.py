@@ -96,11 +96,11 @@ def test_int8_precision_quantizes_the_linear_layers_and_keeps_the_scores(tiny_t5
 
 
 def test_evaluator_precision_is_a_setting_and_a_bad_one_is_refused():
-    from crag_cli import build
+    from crag_cli import assemble
     from crag_cli.evaluator.base import with_precision
     from crag_cli.settings import Settings
 
-    assert build.evaluator(Settings()).precision == "float"
-    assert build.evaluator(Settings(evaluator_precision="int8", evaluator="minilm-cosine")).precision == "int8"
+    assert assemble.evaluator(Settings()).precision == "float"
+    assert assemble.evaluator(Settings(evaluator_precision="int8", evaluator="minilm-cosine")).precision == "int8"
     with pytest.raises(EvaluatorError, match="unknown evaluator precision 'half'"):
         with_precision(object(), "half")

@@ -6,14 +6,14 @@ import shutil
 import numpy as np
 import pytest
 
-from crag_cli.actions import Action, Thresholds
+from crag_cli.action.trigger import Action, Thresholds
 from crag_cli.app.ask import knowledge_notes
 from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
-from crag_cli.build import evaluator_of
-from crag_cli.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.assemble import evaluator_of
+from crag_cli.pipeline.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from conftest import fake_pipeline
-from crag_cli.records import to_record
+from crag_cli.batch.records import to_record
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
 PASSAGES = [

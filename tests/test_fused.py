@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from crag_cli.actions import Action, Thresholds
-from crag_cli.corpus import Passage
+from crag_cli.action.trigger import Action, Thresholds
+from crag_cli.documents.passages import Passage
 from crag_cli.evaluator import EvaluatorError
 from crag_cli.evaluator.fused import FEATURES, FusedFit, features, read_fused, write_fused
 from crag_cli.index import Hit
-from crag_cli.pipeline import Pipeline
+from crag_cli.pipeline.corrective import Pipeline
 from crag_cli.train.fused import Question, calibrate, fit_logistic
 
 

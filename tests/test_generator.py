@@ -2,13 +2,13 @@ import hashlib
 
 import pytest
 
-from crag_cli.generator import EngineGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
-from crag_cli.models import EMBEDDED, QWEN_05B
-from crag_cli.prompts import KnowledgeItem, build_messages, clean_answer, fit_knowledge
+from crag_cli.reader import EngineGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
+from crag_cli.reader.models import EMBEDDED, QWEN_05B
+from crag_cli.reader.prompts import KnowledgeItem, build_messages, clean_answer, fit_knowledge
 
 
 def reader_options(**settings):
-    from crag_cli.generator import ReaderOptions
+    from crag_cli.reader import ReaderOptions
     from crag_cli.settings import Settings
 
     return ReaderOptions.of(Settings(**settings))
@@ -64,7 +64,7 @@ def test_clean_answer():
 
 
 def test_a_task_is_one_declaration_holding_what_the_six_tables_held():
-    from crag_cli.prompts import TASK_CHOICES, TASKS
+    from crag_cli.reader.prompts import TASK_CHOICES, TASKS
 
     assert TASK_CHOICES == ("auto", "popqa", "docqa", "bio", "pubqa", "arc")  # `sentence` is only docqa's retry
     assert not TASKS["sentence"].selectable and all(t.retry in TASKS for t in TASKS.values() if t.retry)
@@ -79,8 +79,8 @@ def test_a_task_is_one_declaration_holding_what_the_six_tables_held():
 
 def test_every_generator_has_what_the_protocol_names():
     """The pipeline and the batch call load(), fork(), model... on any generator, never probing for them."""
-    from crag_cli.fakes import FakeGenerator
-    from crag_cli.generator import Generator
+    from crag_cli.pipeline.fakes import FakeGenerator
+    from crag_cli.reader import Generator
 
     names = [n for n in vars(Generator) if not n.startswith("_")] + list(Generator.__annotations__)
     assert {"load", "fork", "count_tokens", "generate", "model", "n_ctx"} <= set(names)
@@ -127,8 +127,8 @@ def test_missing_model_is_a_clear_error(tmp_path):
 
 
 def test_embedded_models_are_named_for_what_they_are_and_old_names_still_work():
-    from crag_cli.generator import canonical_name
-    from crag_cli.models import EMBEDDED, embedded
+    from crag_cli.reader import canonical_name
+    from crag_cli.reader.models import EMBEDDED, embedded
     from crag_cli.settings import Settings
 
     assert set(EMBEDDED) == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"}
@@ -146,7 +146,7 @@ def test_a_missing_extra_is_one_line_naming_the_install_command_before_anything_
 
     from typer.testing import CliRunner
 
-    from crag_cli import models
+    from crag_cli.reader import models
     from crag_cli.cli import app
 
     absent = dataclasses.replace(models.QWEN_15B, packages=tuple(f"crag-test-absent-{i}" for i in range(22)))
@@ -163,7 +163,7 @@ def test_a_missing_extra_is_one_line_naming_the_install_command_before_anything_
 
 
 def test_the_15b_parts_when_installed():
-    from crag_cli.models import QWEN_15B
+    from crag_cli.reader.models import QWEN_15B
 
     if QWEN_15B.missing_packages():
         pytest.skip("the models-1-5b extra is not installed")
@@ -176,7 +176,7 @@ def test_every_embedded_models_packages_are_pinned_in_its_extra():
     import tomllib
     from pathlib import Path
 
-    from crag_cli.models import EMBEDDED
+    from crag_cli.reader.models import EMBEDDED
 
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
@@ -192,7 +192,7 @@ def test_every_embedded_models_packages_are_pinned_in_its_extra():
 
 def test_docqa_asks_for_the_references_sentence_and_keeps_one_line():
     # A user of a document folder chooses --task docqa; its answer is a sentence, so it may take more tokens.
-    from crag_cli.prompts import TASKS
+    from crag_cli.reader.prompts import TASKS
 
     user = build_messages("Why?", [KnowledgeItem("Because of X.", "d1")], task="docqa")[1]["content"]
     assert user.endswith(TASKS["docqa"].instruction) and "sentence of the reference" in user
@@ -212,7 +212,7 @@ def test_a_second_reader_backend_is_one_entry_in_the_registry(built_index, tmp_p
     from test_plugins import install
     from test_safety import invoke, one_error_line
 
-    from crag_cli.generator import backends
+    from crag_cli.reader import backends
     from crag_cli.settings import Settings
 
     install(tmp_path / "site", monkeypatch)

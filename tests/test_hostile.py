@@ -170,7 +170,7 @@ def test_a_reader_does_not_recover_an_index_while_another_run_holds_it(docs_dir,
 
 @pytest.mark.slow
 def test_calibrate_updates_only_a_crag_config_and_keeps_its_comments(built_index, tmp_path):
-    from crag_cli.config import read_config
+    from crag_cli.settings.layers import read_config
 
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "capital of Germany?", "answers": ["Berlin"]}) + "\n")
@@ -288,11 +288,11 @@ def test_a_batch_killed_between_recording_and_renaming_its_output_resumes(built_
 
 
 def test_each_record_reaches_the_partial_file_as_soon_as_it_is_answered(tmp_path):
-    from crag_cli.actions import Thresholds
+    from crag_cli.action.trigger import Thresholds
     from crag_cli.batch import BatchOutput, InProcess, run_batch
-    from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever
-    from crag_cli.pipeline import Pipeline
-    from crag_cli.records import parse_question
+    from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever
+    from crag_cli.pipeline.corrective import Pipeline
+    from crag_cli.batch.records import parse_question
 
     out = BatchOutput(tmp_path / "out.jsonl", [])
     written: list[int] = []
@@ -502,8 +502,8 @@ def _rendered(gen, messages: list[dict]) -> str:
 def test_untrusted_text_adds_no_control_token_and_cannot_close_the_reference(tmp_path):
     from test_generator import reader_options
 
-    from crag_cli.generator import EngineGenerator
-    from crag_cli.prompts import KnowledgeItem, build_messages
+    from crag_cli.reader import EngineGenerator
+    from crag_cli.reader.prompts import KnowledgeItem, build_messages
 
     model = write_tiny_gguf(tmp_path / "chatml.gguf", chat_template=CHATML, controls=("<|im_start|>", "<|im_end|>"))
     gen = EngineGenerator(str(model), reader_options(n_ctx=4096))
@@ -592,7 +592,7 @@ TRIMMING = (
 def test_where_contents_cannot_be_tokenized_apart_control_text_is_defused(vocabulary, tmp_path):
     from test_generator import reader_options
 
-    from crag_cli.generator import EngineGenerator
+    from crag_cli.reader import EngineGenerator
 
     if vocabulary == "sentencepiece":
         model, start, end = (
@@ -771,7 +771,7 @@ def _lying_sizes(path: Path) -> Path:
 def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpacked(docs_dir, tmp_path, monkeypatch):
     import docx
 
-    from crag_cli.documents import DOCX_MAX_XML
+    from crag_cli.documents.formats import DOCX_MAX_XML
     from crag_cli.index import BM25Index
 
     _docx(docs_dir / "bomb.docx", _paragraphs(DOCX_MAX_XML + (1 << 20)))  # just above: ~300 KB on disk
@@ -1072,7 +1072,7 @@ def test_a_config_path_that_is_a_fifo_is_one_line_at_once(built_index, tmp_path)
 def test_a_question_line_of_50_mb_is_its_error_record_in_bounded_memory(tmp_path):
     import tracemalloc
 
-    from crag_cli.records import Questions
+    from crag_cli.batch.records import Questions
 
     path = tmp_path / "q.jsonl"
     with path.open("wb") as f:

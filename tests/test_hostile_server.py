@@ -15,7 +15,7 @@ from test_safety import invoke, one_error_line
 from test_served import run
 from webserver import gzip_bomb
 
-from crag_cli.generator import Connection, ModelError, ServedBackend, ServedGenerator
+from crag_cli.reader import Connection, ModelError, ServedBackend, ServedGenerator
 
 KEY = "sk-hostile-0123456789abcdef"
 PASSWORD = "SECRET-pw-42"
@@ -158,8 +158,8 @@ def test_a_body_that_drips_is_cut_at_the_whole_request_deadline(server):
 
 
 def test_a_stream_that_drips_without_a_line_end_is_cut_at_the_answer_deadline(server):
-    from crag_cli import build
-    from crag_cli.config import load_settings
+    from crag_cli import assemble
+    from crag_cli.settings.layers import load_settings
 
     routes, _, url = server
     routes["/v1/chat/completions"] = dripping(json_body=False)
@@ -171,7 +171,7 @@ def test_a_stream_that_drips_without_a_line_end_is_cut_at_the_answer_deadline(se
     assert settings.reader_timeout == 2
     started = time.monotonic()
     with pytest.raises(ModelError, match="no complete answer within 2 s"):
-        build.generator(settings).generate(MESSAGES, 8)
+        assemble.generator(settings).generate(MESSAGES, 8)
     assert time.monotonic() - started < 4
 
 
@@ -251,7 +251,7 @@ def test_a_redirect_is_an_error_naming_its_status_never_followed(server, path, s
 
 def test_a_password_in_the_reader_url_is_used_never_shown_or_stored(server):
     from crag_cli.batch.identity import run_identity
-    from crag_cli.config import load_settings
+    from crag_cli.settings.layers import load_settings
     from crag_cli.settings import Settings, SettingsError
 
     routes, seen, url = server

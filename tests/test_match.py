@@ -2,9 +2,9 @@ import doctest
 
 import pytest
 
-import crag_cli.fakes
-import crag_cli.match
-from crag_cli.match import contains_phrase, holds_answer, is_grounded, normalise_answer
+import crag_cli.pipeline.fakes
+import crag_cli.action.match
+from crag_cli.action.match import contains_phrase, holds_answer, is_grounded, normalise_answer
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_grounded_needs_the_answer_or_its_own_words_in_one_sentence():
 
 
 def test_doctests():
-    for module in (crag_cli.match, crag_cli.fakes):
+    for module in (crag_cli.action.match, crag_cli.pipeline.fakes):
         assert doctest.testmod(module).failed == 0
 
 
@@ -76,18 +76,18 @@ def test_doctests():
     ],
 )
 def test_squad_token_f1_and_recall(prediction, answers, f1, recall):
-    from crag_cli.match import token_scores
+    from crag_cli.action.match import token_scores
 
     got = token_scores(prediction, answers)
     assert got == pytest.approx((f1, recall))
 
 
 def _quote_by_brute_force(answer, texts, min_f1=0.5, max_f1=0.9, min_shared=3):
-    """The reference for :func:`crag_cli.match.quote`: every run of words scored by ``token_scores`` itself."""
+    """The reference for :func:`crag_cli.action.match.quote`: every run of words scored by ``token_scores`` itself."""
     from collections import Counter
 
-    from crag_cli.corpus import split_sentences
-    from crag_cli.match import squad_tokens, token_scores
+    from crag_cli.documents.passages import split_sentences
+    from crag_cli.action.match import squad_tokens, token_scores
 
     if not answer.strip() or any(contains_phrase(t, normalise_answer(answer)) for t in texts):
         return None
@@ -110,7 +110,7 @@ def _quote_by_brute_force(answer, texts, min_f1=0.5, max_f1=0.9, min_shared=3):
 def test_quote_gives_the_sentence_a_reworded_answer_was_drawn_from_as_a_brute_force_search_does():
     import random
 
-    from crag_cli.match import quote
+    from crag_cli.action.match import quote
 
     rng = random.Random(7)
     vocabulary = "the virus cells infection children adults two three times more often is a of RSV 34.0% (MTCT)".split()

@@ -1,11 +1,11 @@
 """Pipeline.run with the shipped fakes: what reaches the generator, and what the record says."""
 
-from crag_cli.actions import Action, Thresholds
-from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.action.trigger import Action, Thresholds
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
 from conftest import PAPER_RULES, fake_pipeline
 from crag_cli.app.ask import answer_notes
-from crag_cli.prompts import CHECK, TASKS, build_messages
-from crag_cli.records import to_record
+from crag_cli.reader.prompts import CHECK, TASKS, build_messages
+from crag_cli.batch.records import to_record
 from crag_cli.settings import Settings
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)
@@ -460,7 +460,7 @@ def test_correct_keeps_a_supported_passage_the_evaluator_is_lukewarm_about():
 
 
 def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_and_a_benchmark_can_swap_it():
-    from crag_cli.reading import ActionReading, Evidence, Reading
+    from crag_cli.action.knowledge import ActionReading, Evidence, Reading
 
     class LastOnly:
         def __init__(self):
@@ -496,8 +496,8 @@ def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
     --close-support, the reading is the same without scoring them; else they are scored and compared."""
     import random
 
-    from crag_cli.reading import ActionReading, Evidence
-    from crag_cli.refine import Strip
+    from crag_cli.action.knowledge import ActionReading, Evidence
+    from crag_cli.action.refine import Strip
 
     paper = Settings(**PAPER_RULES, strips_correct=5, read_words=60, close_support=0.1)
     rule = ActionReading.of(paper, upper=1.0, knowledge_words=None)

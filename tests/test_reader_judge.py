@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conftest import fake_pipeline
-from crag_cli.actions import Action, Thresholds
+from crag_cli.action.trigger import Action, Thresholds
 from crag_cli.app.ask import answer_notes
-from crag_cli.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
-from crag_cli.prompts import CHECK, JUDGE, TASKS
-from crag_cli.records import to_record
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.reader.prompts import CHECK, JUDGE, TASKS
+from crag_cli.batch.records import to_record
 from test_cli import invoke
 
 TH = Thresholds(upper=0.5, lower=0.0, filter=-0.5)

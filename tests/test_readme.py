@@ -39,17 +39,17 @@ def test_readme_main_command_uses_existing_options():
 
 
 def test_settings_table_in_docs_is_the_one_made_from_the_declarations():
-    from crag_cli.settings_info import field_names, markdown_table
+    from crag_cli.settings.info import field_names, markdown_table
 
     text = (ROOT / "docs" / "commands.md").read_text()
-    table = text.split("<!-- settings table: made by crag_cli.settings_info.markdown_table() -->\n", 1)[1]
+    table = text.split("<!-- settings table: made by crag_cli.settings.info.markdown_table() -->\n", 1)[1]
     table = table.split("<!-- end of settings table -->", 1)[0]
-    assert table == markdown_table(), "paste crag_cli.settings_info.markdown_table() into docs/commands.md"
+    assert table == markdown_table(), "paste crag_cli.settings.info.markdown_table() into docs/commands.md"
     assert all(f"`{name}`" in table for name in field_names())
 
 
 def test_every_setting_has_an_option_on_ask_and_batch():
-    from crag_cli.settings_info import field_names, option_decls
+    from crag_cli.settings.info import field_names, option_decls
 
     for command in ("ask", "batch"):
         help_text = CliRunner().invoke(app, [command, "--help-all"], terminal_width=250).output

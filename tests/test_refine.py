@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from crag_cli.refine import (
+from crag_cli.action.refine import (
     KnowledgeSource,
     Strip,
     decompose,

@@ -114,7 +114,7 @@ def test_index_inside_the_documents_is_not_read_back_and_hidden_files_are_left_o
 
 def test_unchanged_folder_is_decided_from_sizes_and_hashes_without_parsing(docs_dir, tmp_path, monkeypatch):
     assert invoke("index", docs_dir, "--index", tmp_path / "ix").exit_code == 0
-    import crag_cli.doctypes as corpus
+    import crag_cli.documents.types as corpus
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("an unchanged folder must not be parsed")
@@ -149,7 +149,7 @@ def test_a_damaged_manifest_is_one_clear_line(damage, fragment, built_index):
 
 
 def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(docs_dir, tmp_path):
-    from crag_cli.generator import assemble
+    from crag_cli.reader import assemble
 
     dead = dead_pid()
     stale = tmp_path / f".ix.crag-tmp-{dead}-abc123"
@@ -434,7 +434,7 @@ def test_a_bad_setting_is_refused_the_same_way_from_every_source(how, name, valu
     env = None
     args = ["ask", "capital of France?", "--index", built_index, "--model", "smollm2-135m"]
     if how == "flag":
-        from crag_cli.settings_info import flag
+        from crag_cli.settings.info import flag
 
         args += [flag(name), value]
         source = flag(name)

@@ -14,7 +14,7 @@ from conftest import write_tiny_gguf
 from test_hostile import CHATML
 from test_safety import invoke, one_error_line
 
-from crag_cli.generator import Connection, ModelError, ServedGenerator, connection, served
+from crag_cli.reader import Connection, ModelError, ServedGenerator, connection, served
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -120,7 +120,7 @@ def quick_retries(monkeypatch):
 
 def run(*args, env=None):
     """``crag`` as a new process runs it: nothing known of any server yet."""
-    from crag_cli.generator import backends
+    from crag_cli.reader import backends
 
     backends._connection.cache_clear()
     return invoke(*args, env=env)
@@ -161,7 +161,7 @@ def test_batch_by_url_names_the_server_and_model_never_the_key(llama_url, built_
 
 
 def test_control_tokens_in_documents_stay_text_on_a_served_llama_server(tmp_path):
-    from crag_cli.prompts import KnowledgeItem, build_messages
+    from crag_cli.reader.prompts import KnowledgeItem, build_messages
 
     model = write_tiny_gguf(tmp_path / "chatml.gguf", chat_template=CHATML, controls=("<|im_start|>", "<|im_end|>"))
     server, url = start_llama_server(model, key=None)
@@ -176,7 +176,7 @@ def test_control_tokens_in_documents_stay_text_on_a_served_llama_server(tmp_path
 
 
 def test_a_llama_server_says_how_much_of_a_prompt_it_had_cached(tmp_path):
-    from crag_cli.prompts import CHECK, KnowledgeItem, build_messages
+    from crag_cli.reader.prompts import CHECK, KnowledgeItem, build_messages
 
     model = write_tiny_gguf(tmp_path / "chatml.gguf", chat_template=CHATML, controls=("<|im_start|>", "<|im_end|>"))
     server, url = start_llama_server(model, key=None)

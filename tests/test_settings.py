@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from crag_cli.config import load_settings, read_config, write_config
+from crag_cli.settings.layers import load_settings, read_config, write_config
 from crag_cli.settings import Settings, SettingsError
 
 
@@ -58,9 +58,9 @@ def test_write_config_keeps_other_keys(tmp_path):
 
 def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
     """--resume compares the run identity: a setting declared answers=True that it missed would mix records."""
-    from crag_cli.actions import Thresholds
+    from crag_cli.action.trigger import Thresholds
     from crag_cli.batch import RESOLVED_GROUPS, run_identity
-    from crag_cli.settings_info import answer_settings, changes_answers, field_names, group
+    from crag_cli.settings.info import answer_settings, changes_answers, field_names, group
 
     assert all(isinstance(Settings.model_fields[n].json_schema_extra["answers"], bool) for n in field_names())
     assert {"top_k", "ranking", "strips", "model", "strips_scored"} <= set(answer_settings())
@@ -90,15 +90,15 @@ def test_every_setting_that_changes_answers_is_in_a_batch_run_identity():
 
 
 def test_the_pipeline_reads_its_settings_whole_so_a_new_setting_needs_no_wiring(built_index):
-    """build.py hands the pipeline the settings themselves: a new refine setting reaches it with no wiring, and the
+    """assemble.py hands the pipeline the settings themselves: a new refine setting reaches it with no wiring, and the
     pipeline keeps no default of its own (tests/test_defaults.py)."""
-    from crag_cli import build
-    from crag_cli.fakes import FakeEvaluator, FakeRetriever
-    from crag_cli.pipeline import Pipeline
-    from crag_cli.reading import ActionReading
+    from crag_cli import assemble
+    from crag_cli.pipeline.fakes import FakeEvaluator, FakeRetriever
+    from crag_cli.pipeline.corrective import Pipeline
+    from crag_cli.action.knowledge import ActionReading
 
     settings = Settings(index=built_index, strips=4, strips_correct=2, lexical_support=0.7)
-    pipe = build.pipeline(settings, with_generator=False)
+    pipe = assemble.pipeline(settings, with_generator=False)
     assert pipe.settings == settings and pipe.settings is not settings  # its own copy
     assert pipe.reading == ActionReading.of(settings, pipe.thresholds.upper) and pipe.reading.strips_correct == 2
     assert Pipeline(FakeRetriever([]), FakeEvaluator({}), pipe.thresholds).settings == Settings()  # the defaults
@@ -107,10 +107,10 @@ def test_the_pipeline_reads_its_settings_whole_so_a_new_setting_needs_no_wiring(
 def test_the_evaluator_and_the_generator_take_their_settings_by_name():
     import inspect
 
-    from crag_cli.build import PROMPT_SETTINGS
+    from crag_cli.assemble import PROMPT_SETTINGS
     from crag_cli.evaluator import build_evaluator
-    from crag_cli.generator import ReaderOptions
-    from crag_cli.settings_info import names_in
+    from crag_cli.reader import ReaderOptions
+    from crag_cli.settings.info import names_in
 
     evaluator = set(inspect.signature(build_evaluator).parameters) | {"evaluator"}  # the spec, first
     assert set(names_in("evaluator")) <= evaluator
@@ -126,28 +126,28 @@ def test_none_is_a_choice_where_a_setting_offers_it(name, tmp_path):
 
 def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_index, monkeypatch):
     """``crag evaluate`` and the benchmarks build no generator; a benchmark that reads the web asks for it."""
-    from crag_cli import build
+    from crag_cli import assemble
     from crag_cli.web.stage import WebSearch
 
     settings = Settings(index=built_index, web="searxng", searxng_url="http://127.0.0.1:9", allow_private=True)
-    assert build.pipeline(settings, with_generator=False).web is None
-    web = build.pipeline(settings, with_generator=False, with_web=True).web
+    assert assemble.pipeline(settings, with_generator=False).web is None
+    web = assemble.pipeline(settings, with_generator=False, with_web=True).web
     assert isinstance(web, WebSearch) and web.generator is None  # no model rewrites the query
-    assert build.pipeline(settings.replace(web="none"), with_generator=False, with_web=True).web is None
+    assert assemble.pipeline(settings.replace(web="none"), with_generator=False, with_web=True).web is None
     # with a generator the web stage follows it unless told otherwise (no model is loaded here)
-    monkeypatch.setattr("crag_cli.generator.backends.check_model", lambda model: None)
-    monkeypatch.setattr(build, "generator", lambda settings: None)
-    assert isinstance(build.pipeline(settings).web, WebSearch)
-    assert build.pipeline(settings, with_web=False).web is None
+    monkeypatch.setattr("crag_cli.reader.backends.check_model", lambda model: None)
+    monkeypatch.setattr(assemble, "generator", lambda settings: None)
+    assert isinstance(assemble.pipeline(settings).web, WebSearch)
+    assert assemble.pipeline(settings, with_web=False).web is None
 
 
 @pytest.mark.parametrize("where", ["flag", "config"])
 def test_a_model_name_too_long_for_a_file_is_one_line_before_any_model_loads(where, built_index, tmp_path, monkeypatch):
     from test_safety import invoke, one_error_line
 
-    from crag_cli.generator import ModelError, resolve_model
+    from crag_cli.reader import ModelError, resolve_model
 
-    monkeypatch.setattr("crag_cli.generator.backends.EngineGenerator", None)  # loading a model would fail the test
+    monkeypatch.setattr("crag_cli.reader.backends.EngineGenerator", None)  # loading a model would fail the test
     long = "a" * 300
     args = ["ask", "What does the pass statement do?", "--index", built_index, "--max-tokens", "8", "-k", "3"]
     if where == "flag":

@@ -101,7 +101,7 @@ def test_ask_reads_the_passage_that_answers(two_files, tmp_path, tiny_gguf):
 
 @pytest.mark.slow
 def test_the_default_reader_answers_a_two_file_folder_when_installed(two_files, tmp_path):
-    from crag_cli.models import QWEN_15B
+    from crag_cli.reader.models import QWEN_15B
 
     if QWEN_15B.missing_packages():
         pytest.skip("the models-1-5b extra is not installed (the default reader)")

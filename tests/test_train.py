@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from crag_cli.actions import resolve_thresholds
+from crag_cli.action.trigger import resolve_thresholds
 from crag_cli.cli import app
 from crag_cli.errors import CragError
-from crag_cli.build import evaluator_of
+from crag_cli.assemble import evaluator_of
 from crag_cli.evaluator import MANIFEST, CrossEncoderEvaluator, EvaluatorError, parse_spec
-from crag_cli.evaltest import auc
-from crag_cli.fakes import FakeGenerator
+from crag_cli.action.evaltest import auc
+from crag_cli.pipeline.fakes import FakeGenerator
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair,
@@ -215,8 +215,8 @@ def test_parse_synthetic():
 def test_synthetic_questions_alone_still_calibrate_an_incorrect_side():
     from collections import Counter
 
-    from crag_cli.actions import decide
-    from crag_cli.calibrate import choose_action_thresholds
+    from crag_cli.action.trigger import decide
+    from crag_cli.action.calibrate import choose_action_thresholds
     from crag_cli.train import calibration_items, question_items
 
     # questions written by --synthetic: each holds its answer in its own passage; scores overlap as in life
@@ -511,7 +511,7 @@ class CityQuestions:
         self.calls = 0
 
     def generate(self, messages, max_tokens, on_token=None):
-        from crag_cli.generator import Generation
+        from crag_cli.reader import Generation
 
         self.calls += 1
         text = messages[-1]["content"].split("<passage>\n", 1)[1]
@@ -522,7 +522,7 @@ class CityQuestions:
 
 @pytest.mark.slow
 def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_bert, tiny_gguf, tmp_path, monkeypatch):
-    from crag_cli import build
+    from crag_cli import assemble
 
     index = city_index(tmp_path, ", with old streets, markets and bridges")  # 20 words: long enough to be sampled
     qs = tmp_path / "q.jsonl"
@@ -530,7 +530,7 @@ def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_
         "\n".join(json.dumps({"question": f"In which country is {c}?", "answers": [k]}) for c, k, _ in CITIES) + "\n"
     )
     gen = CityQuestions()
-    monkeypatch.setattr(build, "generator", lambda settings: gen)
+    monkeypatch.setattr(assemble, "generator", lambda settings: gen)
     saved, out = tmp_path / "synthetic.jsonl", tmp_path / "ev"
     args = [
         "train-evaluator",
@@ -638,10 +638,10 @@ def test_topic_guard_lifts_on_topic_pairs_to_its_floor_and_never_above(tiny_bert
     assert all(
         g == pytest.approx(p, abs=1e-5) if p >= 0.25 else g == 0.25 for g, p in zip(guarded, plain)
     )  # raised to 0.25
-    from crag_cli import build
+    from crag_cli import assemble
     from crag_cli.settings import Settings
 
-    in_force = build.evaluator(Settings(evaluator=f"minilm:{out}", upper=0.8, lower=0.1))  # --upper/--lower reach it
+    in_force = assemble.evaluator(Settings(evaluator=f"minilm:{out}", upper=0.8, lower=0.1))  # --upper/--lower reach it
     from crag_cli.evaluator import absolute_spec
 
     monkeypatch.chdir(tmp_path)  # what a Ray actor is sent names the same evaluator from any folder
@@ -662,7 +662,7 @@ def test_topic_guard_report_says_off_when_the_thresholds_leave_no_ambiguous_band
     # a calibration with lower == upper leaves nothing to lift to: the card must report what the evaluator will do
     from types import SimpleNamespace
 
-    from crag_cli.calibrate import action_accuracy
+    from crag_cli.action.calibrate import action_accuracy
     from crag_cli.train import calibration_items, fit_topic_guard
 
     pairs = toy_pairs(8)

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from crag_cli.cli import app
 from crag_cli.evaluator import MiniLMEvaluator
-from crag_cli.generator import Generation
+from crag_cli.reader import Generation
 from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from crag_cli.web.cache import DiskCache
 from crag_cli.web.fetch import Fetcher, address_is_public, check_url

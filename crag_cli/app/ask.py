@@ -29,8 +29,8 @@ def knowledge_notes(result) -> list[str]:
     list of str
         One line a note, in the order shown; empty when there is nothing to say.
     """
-    from ..actions import Action
-    from ..prompts import AUTO
+    from ..action.trigger import Action
+    from ..reader.prompts import AUTO
 
     notes = []
     if result.in_domain is False:
@@ -108,11 +108,11 @@ class AskRun:
     """
 
     def __init__(self, settings: Settings, job: AskJob, note: Note = _quiet) -> None:
-        from .. import build
+        from .. import assemble
 
         check_question(job.question)
         self.job, self.note = job, note
-        self.pipeline = build.pipeline(settings, with_generator=True)
+        self.pipeline = assemble.pipeline(settings, with_generator=True)
 
     def run(
         self,

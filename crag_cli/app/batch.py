@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CragError
-from ..generator import backend
-from ..modes import Mode
+from ..reader import backend
+from ..pipeline.modes import Mode
 from ..settings import Settings
 from .common import Note, _quiet, check_input_file
 
@@ -24,7 +24,7 @@ class BatchJob:
 
     input: Path
     output: Optional[Path] = None
-    mode: str = Mode.CRAG.value  # a Mode's name (crag_cli.modes)
+    mode: str = Mode.CRAG.value  # a Mode's name (crag_cli.pipeline.modes)
     limit: Optional[int] = None
     resume: bool = False
     retry_errors: bool = False
@@ -139,7 +139,7 @@ class BatchRun:
         as the questions are answered (``--limit`` stops the reading), never
         held whole.
         """
-        from ..records import Questions
+        from ..batch.records import Questions
 
         questions = Questions(self.job.input, self.job.limit)
         try:
@@ -148,13 +148,13 @@ class BatchRun:
             questions.close()
 
     def _run(self, questions, on_record: Callable | None, stream, pipeline) -> BatchReport:
-        from .. import build
+        from .. import assemble
         from ..batch import run_batch, run_identity
 
         job, out = self.job, self.output
         if not questions.prefix(1):
             raise CragError(f"{job.input} holds no question")
-        pipe = pipeline or build.pipeline(self.settings, with_generator=True, retrieve=self.mode.retrieves)
+        pipe = pipeline or assemble.pipeline(self.settings, with_generator=True, retrieve=self.mode.retrieves)
         try:
             identity = run_identity(self.settings, self.mode, pipe.thresholds, pipe.retriever.manifest)
             done = out.done_records(questions, identity) if out is not None else []

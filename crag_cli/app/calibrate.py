@@ -31,7 +31,7 @@ class CalibrateRun:
         note: Note = _quiet,
     ) -> None:
         from ..files import Lock, check_output_file, refuse_input
-        from ..config import check_config_file
+        from ..settings.layers import check_config_file
         from ..settings import SettingsError
 
         self.settings, self.input, self.write_to, self.lock = settings, input, write, None
@@ -68,11 +68,11 @@ class CalibrateRun:
         progress: Callable[[int], None] | None = None,
     ):
         """Score the questions' passages and strips, and choose the thresholds (a ``calibrate.Calibration``)."""
-        from .. import build
-        from ..calibrate import calibrate, collect
+        from .. import assemble
+        from ..action.calibrate import calibrate, collect
 
         settings = self.settings
-        pipe = build.pipeline(settings, with_generator=False)
+        pipe = assemble.pipeline(settings, with_generator=False)
         try:
             items, strip_scores, strip_holds = collect(
                 self.questions, pipe.retriever, pipe.evaluator, settings.top_k, settings.strip_mode, progress=progress
@@ -83,7 +83,7 @@ class CalibrateRun:
 
     def write(self, result) -> None:
         """Set the evaluator and its thresholds in the ``write`` file (comments and other keys kept)."""
-        from ..config import write_config
+        from ..settings.layers import write_config
         from ..settings import SettingsError
 
         values = {

@@ -38,7 +38,7 @@ def check_question(question: str) -> None:
 def gold_questions(path: Path, limit: int | None, note: Note = _quiet) -> list[tuple[str, list[str]]]:
     """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; unusable lines before them are noted
     as skipped."""
-    from ..records import read_questions
+    from ..batch.records import read_questions
 
     questions = []
     for q in read_questions(path):  # read as far as ``limit`` needs, not the whole file

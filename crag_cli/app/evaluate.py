@@ -46,7 +46,7 @@ def evaluation_record(result) -> dict[str, Any]:
         ``id``, ``question``, ``evaluator``, ``action``, ``in_domain``, ``evidence_score``, ``thresholds``, ``scores``,
         ``timings`` and ``error``, as ``records.to_record`` writes them.
     """
-    from ..records import to_record
+    from ..batch.records import to_record
 
     rec = to_record(result)
     return {k: rec[k] for k in EVALUATION_KEYS}
@@ -64,7 +64,7 @@ class EvaluateRun:
     """
 
     def __init__(self, settings: Settings, job: EvaluateJob) -> None:
-        from .. import build
+        from .. import assemble
 
         if (job.question is None) == (job.input is None):
             raise CragError("give a QUESTION or --input FILE.jsonl (one of them)")
@@ -73,7 +73,7 @@ class EvaluateRun:
         if job.input is not None:
             check_input_file(job.input)
         self.job = job
-        self.pipeline = build.pipeline(settings, with_generator=False)
+        self.pipeline = assemble.pipeline(settings, with_generator=False)
 
     def result(self):
         """The question's passages, their scores and the action (a ``pipeline.Result``)."""
@@ -85,7 +85,7 @@ class EvaluateRun:
         A line that cannot be read, or whose question fails, gets an error record and the rest go on;
         a :class:`CragError` (an index or a model that cannot be used) stops the file.
         """
-        from ..records import error_record, read_questions
+        from ..batch.records import error_record, read_questions
 
         errors = 0
         for q in read_questions(self.job.input):

@@ -72,11 +72,11 @@ class TrainRun:
             if job.save_synthetic is not None:
                 self.locks.append(Lock(job.save_synthetic, "synthetic pairs file").__enter__())
             if job.synthetic is not None:  # the generator is checked before the index or any model loads
-                from .. import build
-                from ..generator import backend
+                from .. import assemble
+                from ..reader import backend
 
                 backend(settings.model, settings.reader_url).check(settings.model)
-                self.generator = build.generator(settings)
+                self.generator = assemble.generator(settings)
         except CragError:
             self.close()
             raise

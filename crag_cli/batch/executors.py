@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
-from ..generator import backend
-from ..modes import Mode
-from ..records import QuestionLine, error_record, to_record
+from ..reader import backend
+from ..pipeline.modes import Mode
+from .records import QuestionLine, error_record, to_record
 
 
 def answer(pipeline, q: QuestionLine, mode: str) -> dict:
@@ -52,7 +52,7 @@ def iter_group(pipeline, group: Sequence[QuestionLine], mode: str) -> Iterator[A
     as each question is answered.
 
     In ``crag`` mode the evaluator first scores the group's passages and strips
-    together (:meth:`~crag_cli.pipeline.Pipeline.score_ahead`); each question's
+    together (:meth:`~crag_cli.pipeline.corrective.Pipeline.score_ahead`); each question's
     seconds include its share of that.
     """
     t0 = time.perf_counter()
@@ -172,9 +172,9 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         import torch
 
         torch.set_num_threads(settings.threads)  # the evaluator's share of the cores too
-        from .. import build
+        from .. import assemble
 
-        pipe = build.pipeline(settings, with_generator=True, retrieve=Mode(mode).retrieves)
+        pipe = assemble.pipeline(settings, with_generator=True, retrieve=Mode(mode).retrieves)
         load_models(pipe, mode)
         _worker.update(pipeline=pipe, mode=mode)
     except Exception as exc:  # multiprocessing would restart a failing initializer for ever

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
-from ..generator import backend
-from ..generator.wire import shown_url
-from ..modes import Mode
+from ..reader import backend
+from ..reader.wire import shown_url
+from ..pipeline.modes import Mode
 from ..version import __version__
-from ..prompts import PROMPT_VERSION
-from ..reading import READING_VERSION
+from ..reader.prompts import PROMPT_VERSION
+from ..action.knowledge import READING_VERSION
 
 
 RESOLVED_GROUPS = ("index", "thresholds")
@@ -62,9 +62,9 @@ def _file_sha256(path: Path) -> str:
 def run_identity(settings, mode: Mode | str, thresholds, index_manifest: dict) -> dict:
     """What produced a batch's records: version, mode, settings, thresholds, model, evaluator and index hashes.
 
-    The settings are those the mode's records depend on (:meth:`crag_cli.modes.Mode.unused`).
+    The settings are those the mode's records depend on (:meth:`crag_cli.pipeline.modes.Mode.unused`).
     """
-    from ..settings_info import answer_settings, group
+    from ..settings.info import answer_settings, group
 
     mode = Mode(mode)
     unused = mode.unused(settings.task)  # plain RAG under auto: the evaluator's domain picks the prompt

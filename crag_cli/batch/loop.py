@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Callable, Iterable, Iterator, Sequence, Sized
 
-from ..modes import Mode
-from ..records import QuestionLine
+from ..pipeline.modes import Mode
+from .records import QuestionLine
 
 from .executors import Answerer
 from .output import BatchOutput
@@ -104,7 +104,7 @@ def run_batch(
     error records when ``retry_errors``; the rest go to ``answerer``
     (:class:`InProcess` or :class:`WorkerPool`), whose records are written in
     input order. ``lines`` are read once, as the answerer asks for them (a
-    :class:`~crag_cli.records.Questions` holds no more); how many there are
+    :class:`~crag_cli.batch.records.Questions` holds no more); how many there are
     (``Summary.lines``) is known when they are a sequence or a ``Questions``
     that knows. ``KeyboardInterrupt`` leaves the partial file whole (and the
     manifest incomplete) and propagates.

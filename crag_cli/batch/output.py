@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from .. import files, jsonl
 from ..errors import CragError
-from ..records import QuestionLine, Questions
+from .records import QuestionLine, Questions
 
 from .identity import identity_mismatch
 

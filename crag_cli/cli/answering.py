@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import CragError
-from ..modes import MODES, Mode
+from ..pipeline.modes import MODES, Mode
 from ..settings import Settings
 
 from .base import (
@@ -240,7 +240,7 @@ def ask(
 ) -> None:
     """Answer one question with the whole pipeline; the answer streams to stdout."""
     from ..app import AskJob, AskRun
-    from ..records import to_record
+    from ..batch.records import to_record
 
     def on_token(piece: str) -> None:
         sys.stdout.write(piece)

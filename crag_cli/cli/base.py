@@ -19,10 +19,10 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions
 
 from ..version import __version__
-from .. import build as builder
-from .. import settings_info
+from .. import assemble as builder
+from ..settings import info
 from ..errors import CragError, one_line, os_problem, shorten
-from ..config import load_settings
+from ..settings.layers import load_settings
 from ..settings import GROUPS, Settings, SettingsError
 
 
@@ -149,18 +149,18 @@ def _option(name: str) -> Any:
 
     A setting not declared ``everyday`` is an expert option: hidden from ``--help``, shown by ``--help-all``.
     """
-    kind = settings_info.value_type(name)
+    kind = info.value_type(name)
     common = {
-        "help": settings_info.help_text(name),
-        "rich_help_panel": PANELS[settings_info.group(name)],
+        "help": info.help_text(name),
+        "rich_help_panel": PANELS[info.group(name)],
         "show_default": False,
-        "hidden": not settings_info.everyday(name),
+        "hidden": not info.everyday(name),
     }
     if kind is bool:
-        return Annotated[Optional[bool], typer.Option(*settings_info.option_decls(name), **common)]
-    options = settings_info.choices(name)
+        return Annotated[Optional[bool], typer.Option(*info.option_decls(name), **common)]
+    options = info.choices(name)
     metavar = "|".join(options) if options else _METAVARS.get(kind, "TEXT")
-    return Annotated[Optional[str], typer.Option(*settings_info.option_decls(name), metavar=metavar, **common)]
+    return Annotated[Optional[str], typer.Option(*info.option_decls(name), metavar=metavar, **common)]
 
 
 def _show_all(ctx: typer.Context, value: bool) -> None:
@@ -237,8 +237,8 @@ def _settings(ctx: typer.Context, flags: dict[str, Any]) -> Settings:
     return settings
 
 
-EVAL_SETTINGS = settings_info.names_in("index", "retrieval", "evaluator", "thresholds", "action")
-ALL_SETTINGS = settings_info.names_in(*GROUPS)
+EVAL_SETTINGS = info.names_in("index", "retrieval", "evaluator", "thresholds", "action")
+ALL_SETTINGS = info.names_in(*GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import settings_info
+from ..settings import info
 from ..errors import CragError
 from ..settings import Settings
 
@@ -46,7 +46,7 @@ WriteOpt = Annotated[
 
 
 @app.command(cls=CragCommand)
-@setting_options(*settings_info.names_in("index", "retrieval", "evaluator"), "strip_mode")
+@setting_options(*info.names_in("index", "retrieval", "evaluator"), "strip_mode")
 def calibrate(
     ctx: typer.Context,
     input: GoldQuestionsArg,
@@ -109,7 +109,7 @@ def evaluator_test(
     """Measure an evaluator on questions with gold answers: pair accuracy, AUC, action accuracy, confusion, speed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from ..evaltest import evaluator_test as measure, in_sample_note
+    from ..action.evaltest import evaluator_test as measure, in_sample_note
 
     _input_file(input)
     questions = _gold_questions(input, limit)

@@ -95,7 +95,7 @@ def write_evidence(path: Path, fit: EvidenceFit, how: str) -> None:
 class Scorer:
     """The evaluator as the pipeline calls it: scores, and raw logits where the evaluator gives them.
 
-    Pairs scored by :meth:`add` (:meth:`crag_cli.pipeline.Pipeline.score_ahead`)
+    Pairs scored by :meth:`add` (:meth:`crag_cli.pipeline.corrective.Pipeline.score_ahead`)
     are looked up in :attr:`ahead` rather than scored again, their logits too,
     until it is cleared.
     """

@@ -12,7 +12,7 @@ from .trained import CrossEncoderEvaluator
 def build_evaluator(spec: str, batch_size: int, max_length: int, evaluator_precision: str) -> Evaluator:
     """Build an evaluator from its name (see :func:`parse_spec`) and the evaluator settings of the same names.
 
-    :func:`crag_cli.build.evaluator_of` builds one with the settings' defaults.
+    :func:`crag_cli.assemble.evaluator_of` builds one with the settings' defaults.
     """
     precision = evaluator_precision  # the setting's name; each evaluator's parameter
     kind, path = parse_spec(spec)

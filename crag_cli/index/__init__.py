@@ -4,7 +4,7 @@ The scoring is Okapi BM25's (k1=1.5, b=0.75, term frequency saturated as
 ``tf·(k1+1) / (tf + k1·(1-b+b·|d|/avgdl))``) with Lucene's idf
 ``log(1 + (N-df+0.5)/(df+0.5))``, positive for every term a passage holds (an
 index of one passage retrieves it), with bm25s's tokenizer and weights (see
-:mod:`crag_cli.bm25`).
+:mod:`crag_cli.index.bm25`).
 
 On disk an index is a directory::
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .. import files
-from ..bm25 import BM25Params, TermMatrix, count_terms
-from ..corpus import Passage
-from ..doctypes import READERS_VERSION, find, supported_text
-from ..readers import list_files, read_file, shown_name, split_documents
+from .bm25 import BM25Params, TermMatrix, count_terms
+from ..documents.passages import Passage
+from ..documents.types import READERS_VERSION, find, supported_text
+from ..documents.folder import list_files, read_file, shown_name, split_documents
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -122,7 +122,7 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
 
 def _source_entry(path: Path, rel: str, previous: dict | None) -> dict:
     """``path``, ``size``, ``mtime_ns`` and ``sha256`` of a listed file, and the ``document_type`` that reads it
-    when a plugin does (:mod:`crag_cli.doctypes`: its name and versions; a file of crag's own types has none).
+    when a plugin does (:mod:`crag_cli.documents.types`: its name and versions; a file of crag's own types has none).
 
     The sha256 is taken from ``previous`` (the old manifest's entry) when size and
     modification time are the same, as git and rsync do; otherwise the file is
@@ -417,7 +417,7 @@ def _read_source(path: Path, src: dict, name: str, on_page, words: int) -> tuple
     """Read a file whose manifest entry ``src`` (size, sha256) was taken before: its passages of ``words`` words,
     how many documents gave them, and what was skipped (a large text file is read while it is split).
 
-    ``name`` is the file as passages and messages show it (:func:`crag_cli.readers.shown_name`).
+    ``name`` is the file as passages and messages show it (:func:`crag_cli.documents.folder.shown_name`).
 
     The file is hashed again after it is read, so that the manifest's sha256 is
     that of the text indexed. A file that changed between the listing and the

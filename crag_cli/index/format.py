@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from .. import files
-from ..bm25 import FILES as TERM_FILES
-from ..corpus import Passage
+from .bm25 import FILES as TERM_FILES
+from ..documents.passages import Passage
 from ..errors import CragError, one_line
 from .dense import DENSE_DIR
 from .dense import FILES as DENSE_FILES
@@ -125,8 +125,8 @@ class Hit:
     one holding none ranks after them all).
 
     ``support`` is the share of the question's term weight that the passage
-    holds (:func:`crag_cli.bm25.term_support`), or ``None`` where the retriever
-    does not say; the action trigger reads it (:func:`crag_cli.actions.decide`).
+    holds (:func:`crag_cli.index.bm25.term_support`), or ``None`` where the retriever
+    does not say; the action trigger reads it (:func:`crag_cli.action.trigger.decide`).
     """
 
     passage: Passage

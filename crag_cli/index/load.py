@@ -10,7 +10,7 @@ one at the index's path went with the old generation: the load starts again,
 with the new one. Only a folder still in place that lacks a file, or files that
 do not fit together, are a corrupt index.
 
-What is read is checked where it is cheap (:meth:`crag_cli.bm25.TermMatrix.check`,
+What is read is checked where it is cheap (:meth:`crag_cli.index.bm25.TermMatrix.check`,
 :class:`.store.PassageStore`): counts, bounds, order and finiteness, so that a
 damaged file is a "corrupt index" error rather than wrong hits.
 """
@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bm25 import INDICES, INDPTR, TF, VOCAB, WEIGHTS, TermMatrix
+from .bm25 import INDICES, INDPTR, TF, VOCAB, WEIGHTS, TermMatrix
 from .format import (
     BM25_DIR,
     FORMAT_VERSION,

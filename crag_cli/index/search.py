@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ..bm25 import TermMatrix
-from ..corpus import Passage
-from ..refine import RRF_CONSTANT
+from .bm25 import TermMatrix
+from ..documents.passages import Passage
+from ..action.refine import RRF_CONSTANT
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -149,7 +149,7 @@ class BM25Index:
         """How much of ``query``'s term weight each of ``passages`` (indices) holds, in [0, 1].
 
         The query's distinct terms weigh their IDF in this index (a term no
-        passage holds weighs the most); see :func:`crag_cli.bm25.term_support`.
+        passage holds weighs the most); see :func:`crag_cli.index.bm25.term_support`.
         """
         return self._support(self.tokenizer.tokenize([query])[0], passages)
 
@@ -157,7 +157,7 @@ class BM25Index:
         """:meth:`support` of a query's tokens: each term's passages are a sorted column, searched, not scanned."""
         import numpy as np
 
-        from ..bm25 import term_support
+        from .bm25 import term_support
 
         terms = list(dict.fromkeys(tokens))
         held = np.zeros((len(passages), len(terms)), dtype=bool)
@@ -187,7 +187,7 @@ class BM25Index:
         """
         import numpy as np
 
-        from ..bm25 import term_support
+        from .bm25 import term_support
 
         terms = list(dict.fromkeys(self.tokenizer.tokenize([query])[0]))
         df = np.array([len(self._column(t)) for t in terms], dtype=np.int64)

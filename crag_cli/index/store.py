@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence, overload
 
 from .. import jsonl
-from ..corpus import Passage
+from ..documents.passages import Passage
 from .format import PASSAGE_OFFSETS, corrupt
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
@@ -92,7 +92,7 @@ class PassageStore(Sequence[Passage]):
     """
 
     def __init__(self, path: Path, offsets, fd: int | None = None) -> None:
-        from ..bm25 import ascending
+        from .bm25 import ascending
 
         self.path = Path(path)
         self._offsets = offsets

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .. import jsonl
-from ..calibrate import Item, action_accuracy, choose_action_thresholds
+from ..action.calibrate import Item, action_accuracy, choose_action_thresholds
 from ..errors import CragError
-from ..evaltest import auc
+from ..action.evaltest import auc
 from ..files import write_text_atomic
 from ..evaluator import (
     EMBEDDED_BASE,
     parse_spec,
     read_trained,
 )
-from ..match import fold, holds_answer
-from ..settings_info import default
+from ..action.match import fold, holds_answer
+from ..settings.info import default
 
 
 class TrainingError(CragError):
@@ -275,7 +275,7 @@ def split_by_question(
 
 
 def question_items(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> list[Item]:
-    """One calibration :class:`~crag_cli.calibrate.Item` per question (:func:`question_groups`, in order of first appearance)."""
+    """One calibration :class:`~crag_cli.action.calibrate.Item` per question (:func:`question_groups`, in order of first appearance)."""
     groups: dict[int, Item] = {}
     for g, p, s in zip(question_groups(pairs), pairs, scores):
         item = groups.setdefault(g, Item([], False))

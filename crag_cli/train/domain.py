@@ -85,7 +85,7 @@ def add_domain(evaluator: Path, questions_file: Path) -> dict:
     from ..evaluator.cosine import TRAINED_LENGTH
     from ..evaluator.base import MANIFEST
     from ..evaluator.trained import read_trained
-    from ..records import read_questions
+    from ..batch.records import read_questions
     from .data import question_fingerprint, seen_questions
     from .card import model_card
 

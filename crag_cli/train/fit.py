@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..calibrate import action_accuracy, calibrate, choose_action_thresholds
+from ..action.calibrate import action_accuracy, calibrate, choose_action_thresholds
 from ..errors import CragError
 from ..evaluator import (
     MANIFEST,
@@ -263,7 +263,7 @@ def _fit(model, tokenizer, train_ds, val_ds, val_pairs, config: TrainConfig, wor
 
 def _calibrate_on_validation(scorer, val_pairs, config: TrainConfig, t5: bool, log: Callable[[str], None]):
     """The action and strip thresholds, calibrated on the validation pairs, and the topic guard (``None`` if none)."""
-    from ..refine import decompose
+    from ..action.refine import decompose
 
     precision = _precision(config)
     val_input = [(p.question, p.passage) for p in val_pairs]

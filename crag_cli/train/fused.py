@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..evaluator.fused import FusedFit, features, write_fused
-from ..match import holds_answer
+from ..action.match import holds_answer
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from ..match import contains_phrase
+from ..action.match import contains_phrase
 
 from .data import LabelledPair, question_key
 

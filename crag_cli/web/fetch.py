@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import urljoin, urlsplit
 
-from ..corpus import paragraphs
-from ..doctypes import html_main_text
+from ..documents.passages import paragraphs
+from ..documents.types import html_main_text
 from ..errors import one_line
 from ..version import __version__
 from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..generator import Generator
+from ..reader import Generator
 
 REWRITES = ("words", "model", "none")  # how the question becomes the query: keyword_query, rewrite_query, itself
 

@@ -6,8 +6,8 @@ import time
 
 from ..errors import CragError
 from ..evaluator import Evaluator
-from ..generator import Generator
-from ..refine import KnowledgeSource, Unread, refine
+from ..reader import Generator
+from ..action.refine import KnowledgeSource, Unread, refine
 from ..settings import Settings
 from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from .cache import DiskCache
@@ -96,7 +96,7 @@ class WebSearch:
         return [pages[u] for u in urls]
 
     def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge:
-        """The web's knowledge for ``question``; ``unread`` as :func:`crag_cli.refine.refine` takes it."""
+        """The web's knowledge for ``question``; ``unread`` as :func:`crag_cli.action.refine.refine` takes it."""
         ext = ExternalKnowledge(backend=self.backend.name)
         start = time.perf_counter()
         notes: list[str] = []
@@ -168,7 +168,7 @@ def page_sources(pages: list[Page]) -> tuple[list[KnowledgeSource], list[dict]]:
 
 def build_web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
     """The web stage for ``settings.web`` (``ddgs`` or ``searxng``)."""
-    from ..generator import cache_dir
+    from ..reader import cache_dir
 
     if settings.web == "searxng":
         backend = SearxngBackend(settings.searxng_url or "", settings.fetch_timeout, settings.allow_private)

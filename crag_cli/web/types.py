@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..generator import Generator
-from ..refine import Strip, Unread
+from ..reader import Generator
+from ..action.refine import Strip, Unread
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class WebCorrector(Protocol):
     """The whole external-knowledge stage; ``generator`` writes its keyword query (``None``: no model).
 
     ``unread``, given the texts of the strips about to be scored, says whether none of them can be read: then
-    none is scored and none kept (:func:`crag_cli.refine.refine`).
+    none is scored and none kept (:func:`crag_cli.action.refine.refine`).
     """
 
     generator: Generator | None

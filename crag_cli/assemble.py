@@ -1,0 +1,102 @@
+"""Build the pipeline's components from :class:`~crag_cli.settings.Settings`."""
+
+from __future__ import annotations
+
+from .action.trigger import Thresholds, resolve_thresholds
+from .evaluator import Evaluator, build_evaluator
+from .reader import Generator, ReaderOptions, backend
+from .index import BM25Index, NoIndex, Retrieval
+from .pipeline.corrective import Pipeline
+from .action.knowledge import ReadingPolicy
+from .settings import Settings
+from .settings.info import stage_settings
+
+
+def thresholds(settings: Settings) -> Thresholds:
+    return resolve_thresholds(
+        settings.evaluator, settings.preset, settings.upper, settings.lower, settings.filter_threshold
+    )
+
+
+def evaluator_of(spec: str, **settings) -> Evaluator:
+    """The evaluator ``spec`` (setting ``evaluator``) with the evaluator settings given by name, the others at
+    their defaults; its thresholds are its own (:func:`evaluator` makes its guard follow those in force)."""
+    return _evaluator(Settings(evaluator=spec, **settings))
+
+
+def _evaluator(settings: Settings) -> Evaluator:
+    own = stage_settings(settings, "evaluator")  # the evaluator's own settings, by name
+    return build_evaluator(own.pop("evaluator"), **own)
+
+
+def evaluator(settings: Settings) -> Evaluator:
+    """The evaluator of ``settings``, its topic guard following the thresholds in force."""
+    ev = _evaluator(settings)
+    if hasattr(ev, "use_thresholds"):  # a trained evaluator's topic guard follows the thresholds in force
+        th = thresholds(settings)
+        ev.use_thresholds(th.upper, th.lower)
+    return ev
+
+
+PROMPT_SETTINGS = (
+    "task",
+    "max_tokens",
+    "model_knowledge",
+    "reader_judge",
+)  # generator settings that the pipeline uses (the prompt and its answer)
+
+
+def generator(settings: Settings) -> Generator:
+    """The reader of ``settings.model``, built by its backend (:mod:`crag_cli.reader.backends`)."""
+    options = {k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
+    model = options.pop("model")
+    return backend(model, settings.reader_url).create(model, ReaderOptions(**options))
+
+
+def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, th: Thresholds):
+    """The external-knowledge stage for ``settings.web`` (``None`` for ``none``)."""
+    if settings.web == "none":
+        return None
+    from .web.stage import build_web_corrector
+
+    rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite == "model" else None
+    return build_web_corrector(settings, evaluator, rewriter, th)
+
+
+def retriever(settings: Settings, index: BM25Index | None = None) -> Retrieval:
+    """The index of ``settings`` (or ``index``, loaded), searched as the setting ``retrieval`` says."""
+    return Retrieval(index if index is not None else BM25Index.load(settings.index), settings.retrieval)
+
+
+def pipeline(
+    settings: Settings,
+    with_generator: bool = True,
+    index: BM25Index | None = None,
+    retrieve: bool = True,
+    with_web: bool | None = None,
+    reading: ReadingPolicy | None = None,
+) -> Pipeline:
+    """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
+
+    ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index. ``with_web`` (default:
+    ``with_generator``) builds the web stage of ``settings.web``; without a generator no model
+    rewrites the query (``--rewrite model`` falls back to the question's content words). ``reading``
+    replaces crag's reading rule (:mod:`crag_cli.action.knowledge`), as a benchmark compares policies.
+    """
+    with_web = with_generator if with_web is None else with_web
+    if with_generator:
+        backend(settings.model, settings.reader_url).check(
+            settings.model
+        )  # a missing extra is one line before the index or any model loads
+    th = thresholds(settings)
+    ev = evaluator(settings)
+    gen = generator(settings) if with_generator else None
+    return Pipeline(
+        retriever=retriever(settings, index) if retrieve else NoIndex(),
+        evaluator=ev,
+        thresholds=th,
+        generator=gen,
+        web=web_corrector(settings, ev, gen, th) if with_web else None,
+        settings=settings,
+        reading=reading,
+    )

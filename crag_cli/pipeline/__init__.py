@@ -1,0 +1,1 @@
+"""The pipeline: CRAG's Algorithm 1 (and the baselines), its modes, generation and result."""
