@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import TypeVar
+
 from .action.trigger import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
 from .reader import Generator, ReaderOptions, backend
@@ -10,6 +13,8 @@ from .pipeline.corrective import Pipeline
 from .action.knowledge import ReadingPolicy
 from .settings import Settings
 from .settings.info import stage_settings
+
+T = TypeVar("T")
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -54,13 +59,33 @@ def generator(settings: Settings) -> Generator:
 
 
 def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, th: Thresholds):
-    """The external-knowledge stage for ``settings.web`` (``None`` for ``none``)."""
+    """The external-knowledge stage for ``settings.web`` (``ddgs`` or ``searxng``; ``None`` for ``none``)."""
     if settings.web == "none":
         return None
-    from .web.stage import build_web_corrector
+    from .errors import CragError
+    from .reader import cache_dir
+    from .web.backends import DdgsBackend, SearxngBackend
+    from .web.cache import DiskCache
+    from .web.fetch import Fetcher
+    from .web.stage import WebOptions, WebSearch
 
+    if settings.web == "searxng":
+        backend_ = SearxngBackend(settings.searxng_url or "", settings.fetch_timeout, settings.allow_private)
+    elif settings.web == "ddgs":
+        backend_ = DdgsBackend(timeout=settings.fetch_timeout)
+    else:
+        raise CragError(f"unknown web backend {settings.web!r}")
+    cache = None
+    if settings.cache:
+        cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
     rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite == "model" else None
-    return build_web_corrector(settings, evaluator, rewriter, th)
+    fetcher = Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private)
+    return WebSearch(backend_, evaluator, rewriter, fetcher, part(settings, WebOptions), th.filter, cache)
+
+
+def part(settings: Settings, cls: type[T]) -> T:
+    """``cls``, a stage's dataclass of settings, with the values of the settings of the same names."""
+    return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 
 def retriever(settings: Settings, index: BM25Index | None = None) -> Retrieval:

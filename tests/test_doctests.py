@@ -27,7 +27,7 @@ import pytest
         "crag_cli.batch.identity",
         "crag_cli.pipeline.modes",
         "crag_cli.web.fetch",
-        "crag_cli.web.unpack",
+        "crag_cli.unpack",
         "crag_cli.index.store",
     ],
 )

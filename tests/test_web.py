@@ -6,6 +6,7 @@ import tracemalloc
 import pytest
 from typer.testing import CliRunner
 
+from crag_cli.assemble import part
 from crag_cli.cli import app
 from crag_cli.evaluator import MiniLMEvaluator
 from crag_cli.reader import Generation
@@ -14,15 +15,15 @@ from crag_cli.web.cache import DiskCache
 from crag_cli.web.fetch import Fetcher, address_is_public, check_url
 from crag_cli.web.rewrite import accept_query, keyword_query, rewrite_query
 from crag_cli.settings import Settings
-from crag_cli.web.stage import WebSearch
+from crag_cli.web.stage import WebOptions, WebSearch
 from crag_cli.web import SearchResult
 from webserver import LocalWeb
 
 
-def stage_settings(**changes) -> Settings:
+def stage_settings(**changes) -> WebOptions:
     """The web stage's settings in these tests: the strips ranked by the evaluator's score alone, every strip
-    scored (as written for them), and ``changes``."""
-    return Settings(**{"ranking": "evaluator", "strips_scored": 10000, **changes})
+    scored (as written for them), and ``changes``; the others as ``Settings`` has them."""
+    return part(Settings(**{"ranking": "evaluator", "strips_scored": 10000, **changes}), WebOptions)
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,10 @@ in reading order and why); benchmarks swap policies through
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from .trigger import Action
 from .refine import Strip, distinct, strongest_first, within_words
-
-if TYPE_CHECKING:
-    from ..settings import Settings
 
 # Raised whenever crag's reading rule (:class:`ActionReading`) reads other strips for the same evidence, so that
 # `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
@@ -101,9 +98,9 @@ class ActionReading:
     ranking: str
 
     @classmethod
-    def of(cls, settings: Settings, upper: float, **changes) -> "ActionReading":
-        """The rule with the refine settings of ``settings`` (the settings of the same names; ``refined`` is
-        ``refine``), the upper threshold in force, and ``changes`` to any field."""
+    def of(cls, settings, upper: float, **changes) -> "ActionReading":
+        """The rule with the refine settings of ``settings`` (the run's :class:`crag_cli.settings.Settings`, read by
+        name, the stage importing none; ``refined`` is ``refine``), the upper threshold in force, and ``changes``."""
         fields = {
             "strips": settings.strips,
             "strips_correct": settings.strips_correct,

@@ -28,13 +28,13 @@ import numpy as np
 from ..documents.passages import split_sentences
 from ..evaluator import Evaluator
 from .match import fold
+from ..index.search import RRF_CONSTANT
 
 STRIP_MODES = ("excerption", "fixed_num", "selection")
 RANKINGS = ("fused", "evaluator")
 
 # given the texts of the strips about to be scored: True when none of them can be read, whatever its score
 Unread = Callable[[list[str]], bool]
-RRF_CONSTANT = 60  # Cormack, Clarke and Buettcher (SIGIR 2009): reciprocal rank fusion's k, not tuned here
 
 
 @dataclass(frozen=True)

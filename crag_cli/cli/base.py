@@ -23,7 +23,8 @@ from .. import assemble as builder
 from ..settings import info
 from ..errors import CragError, one_line, os_problem, shorten
 from ..settings.layers import load_settings
-from ..settings import GROUPS, Settings, SettingsError
+from ..settings import Settings, SettingsError
+from ..stages import GROUPS
 
 
 class CragGroup(TyperGroup):

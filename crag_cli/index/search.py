@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .bm25 import TermMatrix
 from ..documents.passages import Passage
-from ..action.refine import RRF_CONSTANT
+
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
     pass
@@ -50,6 +50,9 @@ def top_k(scores, k: int) -> list[int]:
 
 
 FUSED_DEPTH = 50  # each retriever's passages that the fusion ranks
+
+
+RRF_CONSTANT = 60  # Cormack, Clarke and Buettcher (SIGIR 2009): reciprocal rank fusion's k, not tuned here
 
 
 def fuse(rankings: Sequence[Sequence[int]], k: int, constant: int = RRF_CONSTANT) -> list[int]:

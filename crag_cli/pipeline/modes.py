@@ -2,7 +2,7 @@
 
 A :class:`Mode` is a ``str`` (``Mode.RAG == "rag"``), so the command line's
 ``--mode`` values and the records' ``mode`` are the strings they always were.
-Each mode says which settings its answers use (by group, :data:`crag_cli.settings.GROUPS`):
+Each mode says which settings its answers use (by group, :data:`crag_cli.stages.GROUPS`):
 what the pipeline runs (:mod:`crag_cli.pipeline.corrective`), which models a batch loads
 (:func:`crag_cli.batch.load_models`) and what a batch's resume identity
 compares (:func:`crag_cli.batch.identity.run_identity`) all read it here.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ..reader.prompts import AUTO
-from ..settings import GROUPS
+from ..stages import GROUPS
 
 
 class Mode(StrEnum):

@@ -96,7 +96,7 @@ class Connection:
     def __post_init__(self) -> None:
         import httpx
 
-        from ..web.unpack import ACCEPT_ENCODING
+        from ..unpack import ACCEPT_ENCODING
 
         self.root = root_url(self.url)
         self.shown = shown_url(self.root)

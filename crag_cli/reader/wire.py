@@ -1,7 +1,7 @@
 """What crag reads from a reader server, bounded, and what it keeps out of everything it shows or stores.
 
 A reader server is trusted to answer, not to answer well: a body is read a bounded step at a time (unpacked by
-:class:`~crag_cli.web.unpack.Unpacker`, so gzip that unpacks big is cut too), each step checks the whole
+:class:`~crag_cli.unpack.Unpacker`, so gzip that unpacks big is cut too), each step checks the whole
 request's deadline (a server that drips one byte at a time is cut there, not when a line ends), a JSON body is
 cut at :data:`JSON_BYTES`, one line of a streamed answer at :data:`EVENT_BYTES` and the answer's text at
 :func:`answer_bound`. The API key and a password in the server's URL are replaced wherever crag shows or
@@ -52,7 +52,7 @@ def pieces(response, deadline: float) -> Iterator[bytes]:
     Raises :class:`Late` at the first step after ``deadline`` (a ``time.monotonic()`` value), and
     :class:`WireError` for an encoding crag cannot undo.
     """
-    from ..web.unpack import UnpackError, Unpacker
+    from ..unpack import UnpackError, Unpacker
 
     try:
         unpacker = Unpacker(response.headers.get("content-encoding", ""))

@@ -31,12 +31,10 @@ from ..index.dense import RETRIEVALS
 from ..reader.models import DEFAULT_MODEL, EMBEDDED
 from ..reader.prompts import TASK_CHOICES
 from ..action.refine import RANKINGS, STRIP_MODES
+from ..stages import GROUPS
 from ..web.rewrite import REWRITES
 
 WEB_BACKENDS = ("none", "ddgs", "searxng")
-
-# Which settings each command takes, by group (the CLI adds one option per setting).
-GROUPS = ("index", "retrieval", "evaluator", "thresholds", "action", "refine", "generator", "web")
 
 
 class SettingsError(ValueError):
@@ -446,4 +444,4 @@ class Settings(BaseModel):
         return out
 
 
-__all__ = ["Settings", "SettingsError", "setting", "GROUPS", "WEB_BACKENDS"]
+__all__ = ["Settings", "SettingsError", "setting", "WEB_BACKENDS"]

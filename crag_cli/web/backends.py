@@ -10,7 +10,7 @@ from .. import jsonl
 from ..errors import CragError
 from .fetch import USER_AGENT, check_url, tls_context, whole_limit
 from .types import SearchResult
-from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
+from ..unpack import ACCEPT_ENCODING, UnpackError, read_bounded
 
 DDGS_ENGINE = "duckduckgo"
 MAX_ANSWER_BYTES = 4_000_000  # a SearxNG answer of 10 results is some kB; a bigger one is not read to its end

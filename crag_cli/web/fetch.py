@@ -15,7 +15,7 @@ from ..documents.passages import paragraphs
 from ..documents.types import html_main_text
 from ..errors import one_line
 from ..version import __version__
-from .unpack import ACCEPT_ENCODING, UnpackError, read_bounded
+from ..unpack import ACCEPT_ENCODING, UnpackError, read_bounded
 
 USER_AGENT = f"crag-cli/{__version__} (corrective question answering; https://pypi.org/project/crag-cli/)"
 ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")

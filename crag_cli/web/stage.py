@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from ..errors import CragError
 from ..evaluator import Evaluator
 from ..reader import Generator
 from ..action.refine import KnowledgeSource, Unread, refine
-from ..settings import Settings
-from .backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
+from .backends import SearchError, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
 from .rewrite import keyword_query, rewrite_query
 from .types import ExternalKnowledge, SearchResult
+
+
+@dataclass(frozen=True)
+class WebOptions:
+    """The settings the web stage reads, of the same names (built once from the run's settings by
+    :func:`crag_cli.assemble.web_corrector`): the web ones and the refine ones it shares with the folder's passages."""
+
+    web_results: int
+    rewrite: str
+    rewrite_tokens: int
+    wiki_first: bool
+    strips_scored: int
+    strip_mode: str
+    strips: int
+    ranking: str
 
 
 class WebSearch:
@@ -27,7 +41,7 @@ class WebSearch:
     generator : Generator, optional
         Writes the keyword query with ``rewrite="model"`` (``None``: content words instead).
     fetcher : Fetcher
-    settings : Settings
+    settings : WebOptions
         The web settings it reads (``web_results``, ``rewrite``, ``rewrite_tokens``, ``wiki_first``,
         ``strips_scored``) and the refine ones (``strip_mode``, ``strips``, ``ranking``); ``rewrite`` is the
         search query: the question's content words (no model), the generator's keyword query, or the
@@ -44,7 +58,7 @@ class WebSearch:
         evaluator: Evaluator,
         generator: Generator | None,
         fetcher: Fetcher,
-        settings: Settings,
+        settings: WebOptions,
         filter_threshold: float,
         cache: DiskCache | None = None,
     ) -> None:
@@ -52,7 +66,7 @@ class WebSearch:
         self.evaluator = evaluator
         self.generator = generator
         self.fetcher = fetcher
-        self.settings = settings.model_copy()
+        self.settings = settings
         self.filter_threshold = filter_threshold
         self.cache = cache
 
@@ -164,27 +178,3 @@ def page_sources(pages: list[Page]) -> tuple[list[KnowledgeSource], list[dict]]:
                 record["error"] = "no main text"
         records.append(record)
     return sources, records
-
-
-def build_web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, thresholds) -> WebSearch:
-    """The web stage for ``settings.web`` (``ddgs`` or ``searxng``)."""
-    from ..reader import cache_dir
-
-    if settings.web == "searxng":
-        backend = SearxngBackend(settings.searxng_url or "", settings.fetch_timeout, settings.allow_private)
-    elif settings.web == "ddgs":
-        backend = DdgsBackend(timeout=settings.fetch_timeout)
-    else:
-        raise CragError(f"unknown web backend {settings.web!r}")
-    cache = None
-    if settings.cache:
-        cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
-    return WebSearch(
-        backend,
-        evaluator,
-        generator,
-        Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private),
-        settings,
-        thresholds.filter,
-        cache,
-    )

@@ -60,7 +60,7 @@ class Unpacker:
     >>> Unpacker("br")
     Traceback (most recent call last):
     ...
-    crag_cli.web.unpack.UnpackError: unsupported content encoding br
+    crag_cli.unpack.UnpackError: unsupported content encoding br
     """
 
     def __init__(self, content_encoding: str = "") -> None:
