@@ -47,7 +47,7 @@ def ask(pipe, question: str, knowledge, instruction: str, max_tokens: int) -> st
     messages = prompts.build_messages(question, knowledge, "docqa")
     user = messages[-1]["content"]
     messages[-1]["content"] = user[: user.rindex("\n") + 1] + instruction
-    return clean_answer(pipe.generator.generate(messages, max_tokens).text, "docqa")
+    return clean_answer(pipe.reader.generate(messages, max_tokens).text, "docqa")
 
 
 def main() -> None:
@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     settings = Settings(index=args.index, task="docqa", **({"top_k": args.top_k} if args.top_k else {}))
-    pipe = assemble.pipeline(settings, with_generator=True)
+    pipe = assemble.pipeline(settings, with_reader=True)
     shipped = prompts.TASKS["docqa"]
     prompts.TASKS["docqa"] = prompts.Task(**{**shipped.__dict__, "check": None})  # the first answer: unchecked
     ways = ["ungrounded", *VARIANTS, "check-no", "check-no+ungrounded"]

@@ -6,7 +6,7 @@
   ``DATA/corpus.jsonl`` (or ``DATA/docs``' index, as crag reads it): passages a second on this machine, and what
   that makes for each size (embedding is linear in the passages; BM25's part is ``benchmarks/scale.py``'s).
 * **vectors**: for each size N, N rows written by :func:`crag_cli.index.dense.write_vectors` (rows from a seeded
-  random generator standing in for the encoder: the write, not the model, is measured), then, in a fresh process,
+  random reader standing in for the encoder: the write, not the model, is measured), then, in a fresh process,
   mapped and searched as ``crag ask`` does (:func:`crag_cli.index.dense.cosines` and the top 50): seconds to
   write, bytes on disk, resident memory after 20 searches, and the p50 / p99 search latency.
 

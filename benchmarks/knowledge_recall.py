@@ -1,11 +1,11 @@
-"""Where correction loses the answer, without a generator: actions and knowledge recall on a bench folder.
+"""Where correction loses the answer, without a reader: actions and knowledge recall on a bench folder.
 
     python benchmarks/knowledge_recall.py --data DIR [--questions FILE] [--sample N] --index IX [--evaluator SPEC]
                                           [--web] [--set SETTING=VALUE ...]
 
-For each question, the pipeline's own steps without the generator: retrieve
+For each question, the pipeline's own steps without the reader: retrieve
 (k = 10), score, decide the action, and for a Correct or Ambiguous question
-refine the kept passages and keep the strips the generator would get. With
+refine the kept passages and keep the strips the reader would get. With
 ``--web``, ``DIR/web.jsonl`` is served as the web (``benchmarks/webstandin.py``,
 on 127.0.0.1) and an Ambiguous or Incorrect question's web strips are fetched
 and read as crag reads them; without it no question reaches the web. Prints, for local and web-only questions apart: the actions, and
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         _, url = start_in_thread(args.data / "web.jsonl", 0)
         chosen.update(web="searxng", searxng_url=url, allow_private=True, cache=False)
     settings = Settings(index=args.index, **({"evaluator": args.evaluator} if args.evaluator else {}), **chosen)
-    pipe = assemble.pipeline(settings, with_generator=False, with_web=True)  # no web stage without --web
+    pipe = assemble.pipeline(settings, with_reader=False, with_web=True)  # no web stage without --web
     rows: dict[str, Counter] = {}
     for i, q in enumerate(questions, 1):
         place = "local" if q.get("answer_in_local", True) else "web-only"

@@ -1,4 +1,4 @@
-"""What lexical support does to the actions, without the generator or the web.
+"""What lexical support does to the actions, without the reader or the web.
 
     python benchmarks/lexical_support.py --data DIR --questions FILE --index IX [--sample N] [--cache FILE]
 
@@ -31,7 +31,7 @@ from crag_cli.settings import Settings  # noqa: E402
 
 def main(argv: list[str] | None = None) -> None:
     args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
-    pipe = assemble.pipeline(Settings(index=args.index), with_generator=False)
+    pipe = assemble.pipeline(Settings(index=args.index), with_reader=False)
     memo = Memo(pipe.evaluator, args.cache)
     pipe._scorer.evaluator = memo
     th = pipe.thresholds

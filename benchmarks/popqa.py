@@ -10,11 +10,11 @@ web, and ``questions.dev.jsonl`` (``id``, ``question``, ``answers``; optional
 ``answer_in_local`` / ``answer_in_web``). The script builds the index (``OUTDIR/index``),
 starts the web stand-in (``benchmarks/webstandin.py``) on ``web.jsonl``, and runs
 every mode as a real ``crag batch`` process on the same questions, index,
-generator and web (no web cache, so every mode pays for its searches):
+reader and web (no web cache, so every mode pays for its searches):
 
 ======================  =====================================================
-``no-retrieval``        the generator alone
-``rag``                 the top-k passages straight to the generator (k = 10)
+``no-retrieval``        the reader alone
+``rag``                 the top-k passages straight to the reader (k = 10)
 ``rag-k3``, ``rag-k5``  the same with k = 3 and k = 5 (``rag-k5``: BM25's, whatever the index has)
 ``rag-k5-fused``        plain RAG k = 5 over BM25 and the dense part (reciprocal rank fusion)
 ``rag+web``             the top-k passages plus web knowledge, always
@@ -23,7 +23,7 @@ generator and web (no web cache, so every mode pays for its searches):
 ``crag-refine``         CRAG that cuts the kept passages into strips too (``--refine``)
 ``crag-evidence``       CRAG that judges Correct out of the evaluator's domain by combined evidence (``--evidence``)
 ``crag-no-rewrite``     CRAG that searches with the question itself
-``crag-model-rewrite``  CRAG whose search query the generator writes (``--rewrite model``)
+``crag-model-rewrite``  CRAG whose search query the reader writes (``--rewrite model``)
 ======================  =====================================================
 
 It writes ``OUTDIR/records-<mode>.jsonl`` (the batch records: an existing file
@@ -36,7 +36,7 @@ Metrics per mode: accuracy, or "span found" (a gold alias or span occurs in the
 answer as whole words, ignoring case; the substring figure of the paper beside
 it), SQuAD token F1 and token recall of the answer against the gold (mean over
 questions; for long answer spans, where "found" is too strict), reader efficiency
-(among questions whose knowledge given to the generator holds a gold answer, the
+(among questions whose knowledge given to the reader holds a gold answer, the
 share answered; overall and per relation), the share of grounded answers, count
 per action, action accuracy (Correct right when the retrieved local passages
 hold a gold answer, Incorrect right when they do not, Ambiguous half right),
@@ -58,10 +58,10 @@ Questions with no gold answer (``answers`` empty: the folder cannot answer them,
 ``benchmarks/docsqa/``) are left out of every metric above and counted apart: the share of answerable and of
 unanswerable questions answered "Not found" (the record's ``basis`` is ``none``), per mode.
 ``--prompt-cache FILE`` answers a prompt already answered (same messages, model and token budget, in this or an
-earlier run) from FILE instead of the generator (``benchmarks/prompt_cache.py``; the reader is greedy, so the
+earlier run) from FILE instead of the reader (``benchmarks/prompt_cache.py``; the reader is greedy, so the
 answer is the same): for accuracy runs that share prompts across modes; their seconds are then not timings.
 Below the main table: span found, F1, token recall and knowledge recall (the
-knowledge given to the generator still holds the gold span) per action and for
+knowledge given to the reader still holds the gold span) per action and for
 local against web-only questions, and the slowest questions with their stages.
 Every mode other than plain RAG is paired with each plain-RAG mode run beside
 it (``rag``, ``rag-k3``, ``rag-k5``) on the same questions (``vs``: accuracy
@@ -662,7 +662,7 @@ def main() -> None:
         "--sample", type=int, default=None, help="N questions spread over the file (every len/N-th), after --limit"
     )
     parser.add_argument("--modes", default="no-retrieval,rag,rag+web,crag,crag-refine,crag-no-rewrite")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="generator (default: crag's default)")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="reader (default: crag's default)")
     parser.add_argument(
         "--evaluator",
         default=None,

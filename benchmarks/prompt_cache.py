@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crag_cli.reader.base import Generation  # noqa: E402
-from crag_cli.reader.served import ServedGenerator  # noqa: E402
+from crag_cli.reader.served import ServedReader  # noqa: E402
 
 
 def key(model: str, messages: list[dict], max_tokens: int) -> str:
@@ -32,7 +32,7 @@ def key(model: str, messages: list[dict], max_tokens: int) -> str:
 
 
 def install(path: Path) -> None:
-    """Wrap :meth:`ServedGenerator.generate` so that it answers from, and adds to, the cache at ``path``."""
+    """Wrap :meth:`ServedReader.generate` so that it answers from, and adds to, the cache at ``path``."""
     cache: dict[str, dict] = {}
     if path.exists():
         for line in path.read_text().splitlines():
@@ -41,7 +41,7 @@ def install(path: Path) -> None:
             except json.JSONDecodeError:  # a line cut off by an interruption
                 continue
             cache[row["key"]] = row
-    generate = ServedGenerator.generate
+    generate = ServedReader.generate
 
     def cached(self, messages, max_tokens, on_token=None):
         k = key(self.model, messages, max_tokens)
@@ -62,7 +62,7 @@ def install(path: Path) -> None:
             f.write(json.dumps(row) + "\n")
         return gen
 
-    ServedGenerator.generate = cached
+    ServedReader.generate = cached
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 For N questions of FILE (default ``../shared/bench/popqa/questions.dev.jsonl``),
 builds crag's prompt with three ordinary knowledge items and with none, and
-compares ``EngineGenerator._tokens`` (template pieces with control tokens,
+compares ``EngineReader._tokens`` (template pieces with control tokens,
 contents as plain text) against the whole rendered prompt tokenized at once
 with control tokens parsed (what crag did before). Prints, per model, how
 many prompts are identical and the first differences.
@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from crag_cli.reader import EngineGenerator, ReaderOptions
+from crag_cli.reader import EngineReader, ReaderOptions
 from crag_cli.reader.prompts import KnowledgeItem, build_messages
 from crag_cli.settings import Settings
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
     for model in args.models:
-        gen = EngineGenerator(model, ReaderOptions.of(Settings(model=model, n_ctx=4096, threads=2)))
+        gen = EngineReader(model, ReaderOptions.of(Settings(model=model, n_ctx=4096, threads=2)))
         gen.load()
         same = differ = 0
         for question in questions[: args.n]:

@@ -3,7 +3,7 @@
     python benchmarks/ranking_variants.py --data DIR --questions FILE --index IX [--sample N] [--cache FILE]
 
 For each question: retrieve (k = 10), score, decide the action, refine as each
-variant would, and keep the strips the generator would get (no generator, no
+variant would, and keep the strips the reader would get (no reader, no
 web). Variants: crag before issue 31 (excerption strips of the passages scoring
 at least the lower threshold, ``--ranking evaluator``, no word bound); issue
 31's first change (``--ranking fused``, ``--knowledge-words 300``); for the
@@ -102,7 +102,7 @@ def diagnosis_questions(description: str, argv: list[str] | None) -> tuple[argpa
 def main(argv: list[str] | None = None) -> None:
     args, qfile, questions = diagnosis_questions(__doc__.splitlines()[0], argv)
     pipes = {
-        name: assemble.pipeline(Settings(index=args.index, **kw), with_generator=False)
+        name: assemble.pipeline(Settings(index=args.index, **kw), with_reader=False)
         for name, (kw, _) in VARIANTS.items()
     }
     memo = Memo(next(iter(pipes.values())).evaluator, args.cache)

@@ -36,16 +36,14 @@ def judge(pipe, row: dict, top: int) -> dict:
     ]
     judges = []
     for item in items:
-        reply = pipe.generator.generate(build_messages(question, [item], "docqa", JUDGE), 3).text.strip()
+        reply = pipe.reader.generate(build_messages(question, [item], "docqa", JUDGE), 3).text.strip()
         judges.append(
             {"id": item.source, "holds": holds_answer(item.text, gold) if gold else None, "yes": says_yes(reply)}
         )
     first = next((i for i, j in enumerate(judges) if j["yes"]), None)
     answer = None
     if first is not None:
-        reply = clean_answer(
-            pipe.generator.generate(build_messages(question, [items[first]], "docqa"), 64).text, "docqa"
-        )
+        reply = clean_answer(pipe.reader.generate(build_messages(question, [items[first]], "docqa"), 64).text, "docqa")
         sentence = (split_sentences(reply) or [reply])[0]
         answer = quote(sentence, [items[first].text]) or sentence
     span = holds_answer(answer or "", gold) if gold else None
@@ -68,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     done = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
-    pipe = assemble.pipeline(Settings(index=args.index, task="docqa"), with_generator=True)
+    pipe = assemble.pipeline(Settings(index=args.index, task="docqa"), with_reader=True)
     seen = {r["id"] for r in done}
     with args.out.open("a") as out:
         for row in rows:

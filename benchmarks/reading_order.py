@@ -2,12 +2,12 @@
 
     python benchmarks/reading_order.py --data DIR --questions FILE --index IX [--sample N] [--cache FILE]
 
-No generator: the web search query is the question's content words (``--rewrite
+No reader: the web search query is the question's content words (``--rewrite
 words``), on the bench folder's web stand-in (``benchmarks/webstandin.py``).
 
 Table 1. For each question: retrieve, score and decide with crag's defaults,
 keep the passages, and, when the action reaches the web, search, fetch and
-refine the pages as ``crag`` does. Then what the generator would read, two
+refine the pages as ``crag`` does. Then what the reader would read, two
 ways: the kept passages in retrieval order (crag since issue 31's last change)
 or ranked by the fused ranking (before). Per local and web-only question: how
 often that knowledge holds the gold span (whole words), and how often its
@@ -45,7 +45,7 @@ ORDERS = ("bm25", "evaluator", "fused")
 
 
 def reader_knowledge(pipe, result, passage_order: str) -> list:
-    """The strips the generator would read, the kept passages in retrieval order or fused first."""
+    """The strips the reader would read, the kept passages in retrieval order or fused first."""
     if passage_order == "fused":
         result = replace(result, internal_knowledge=strongest_first(list(result.internal_knowledge or []), "fused"))
     return pipe.reader_strips(result)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     server, url = start_in_thread(args.data / "web.jsonl")
     try:
         settings = Settings(index=args.index, web="searxng", searxng_url=url, allow_private=True, cache=False)
-        pipe = assemble.pipeline(settings, with_generator=False)
+        pipe = assemble.pipeline(settings, with_reader=False)
         memo = Memo(pipe.evaluator, args.cache)
         pipe._scorer.evaluator = memo
         pipe.web = assemble.web_corrector(settings, memo, None, pipe.thresholds)

@@ -58,7 +58,7 @@ def main() -> None:
         "--questions", type=Path, default=None, help="ask these questions (default DATA/questions.dev.jsonl)"
     )
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
-    parser.add_argument("--model", default=None, help="generator (default: crag's default)")
+    parser.add_argument("--model", default=None, help="reader (default: crag's default)")
     parser.add_argument(
         "--evaluator",
         default=None,

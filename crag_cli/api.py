@@ -41,11 +41,11 @@ class Crag:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
         self.settings = settings
-        self.pipeline = assemble.pipeline(settings, with_generator=True, retrieve=self.mode.retrieves)
+        self.pipeline = assemble.pipeline(settings, with_reader=True, retrieve=self.mode.retrieves)
         self._loaded = False
 
     def load(self) -> "Crag":
-        """Load the evaluator and the generator now rather than on the first question."""
+        """Load the evaluator and the reader now rather than on the first question."""
         from .batch import load_models
 
         if not self._loaded:

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from .action.trigger import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
-from .reader import Generator, ReaderOptions, backend
+from .reader import Reader, ReaderOptions, backend
 from .index import BM25Index, NoIndex, Retrieval
 from .pipeline.corrective import Pipeline
 from .action.knowledge import ReadingPolicy
@@ -48,17 +48,17 @@ PROMPT_SETTINGS = (
     "max_tokens",
     "model_knowledge",
     "reader_judge",
-)  # generator settings that the pipeline uses (the prompt and its answer)
+)  # reader settings that the pipeline uses (the prompt and its answer)
 
 
-def generator(settings: Settings) -> Generator:
+def reader(settings: Settings) -> Reader:
     """The reader of ``settings.model``, built by its backend (:mod:`crag_cli.reader.backends`)."""
-    options = {k: v for k, v in stage_settings(settings, "generator").items() if k not in PROMPT_SETTINGS}
+    options = {k: v for k, v in stage_settings(settings, "reader").items() if k not in PROMPT_SETTINGS}
     model = options.pop("model")
     return backend(model, settings.reader_url).create(model, ReaderOptions(**options))
 
 
-def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator | None, th: Thresholds):
+def web_corrector(settings: Settings, evaluator: Evaluator, reader: Reader | None, th: Thresholds):
     """The external-knowledge stage for ``settings.web`` (``ddgs`` or ``searxng``; ``None`` for ``none``)."""
     if settings.web == "none":
         return None
@@ -78,7 +78,7 @@ def web_corrector(settings: Settings, evaluator: Evaluator, generator: Generator
     cache = None
     if settings.cache:
         cache = DiskCache(cache_dir() / "web-cache", settings.cache_ttl, int(settings.cache_max_mb * 1_000_000))
-    rewriter = generator.fork(n_ctx=1024) if generator is not None and settings.rewrite == "model" else None
+    rewriter = reader.fork(n_ctx=1024) if reader is not None and settings.rewrite == "model" else None
     fetcher = Fetcher(settings.fetch_timeout, settings.max_page_bytes, settings.allow_private)
     return WebSearch(backend_, evaluator, rewriter, fetcher, part(settings, WebOptions), th.filter, cache)
 
@@ -95,7 +95,7 @@ def retriever(settings: Settings, index: BM25Index | None = None) -> Retrieval:
 
 def pipeline(
     settings: Settings,
-    with_generator: bool = True,
+    with_reader: bool = True,
     index: BM25Index | None = None,
     retrieve: bool = True,
     with_web: bool | None = None,
@@ -104,23 +104,23 @@ def pipeline(
     """A ready pipeline from validated settings; the index is loaded now, models lazily on first use.
 
     ``retrieve=False`` (the ``no-retrieval`` baseline) needs no index. ``with_web`` (default:
-    ``with_generator``) builds the web stage of ``settings.web``; without a generator no model
+    ``with_reader``) builds the web stage of ``settings.web``; without a reader no model
     rewrites the query (``--rewrite model`` falls back to the question's content words). ``reading``
     replaces crag's reading rule (:mod:`crag_cli.action.knowledge`), as a benchmark compares policies.
     """
-    with_web = with_generator if with_web is None else with_web
-    if with_generator:
+    with_web = with_reader if with_web is None else with_web
+    if with_reader:
         backend(settings.model, settings.reader_url).check(
             settings.model
         )  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
     ev = evaluator(settings)
-    gen = generator(settings) if with_generator else None
+    gen = reader(settings) if with_reader else None
     return Pipeline(
         retriever=retriever(settings, index) if retrieve else NoIndex(),
         evaluator=ev,
         thresholds=th,
-        generator=gen,
+        reader=gen,
         web=web_corrector(settings, ev, gen, th) if with_web else None,
         settings=settings,
         reading=reading,

@@ -28,14 +28,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 PAPER_RULES = {"lexical_support": 1.0, "ranking": "evaluator", "knowledge_words": 100000}
 
 
-def fake_pipeline(retriever, evaluator, thresholds, generator=None, web=None, reading=None, **settings):
+def fake_pipeline(retriever, evaluator, thresholds, reader=None, web=None, reading=None, **settings):
     """A :class:`crag_cli.pipeline.corrective.Pipeline` of the given stages, with :data:`PAPER_RULES` and ``settings``."""
     from crag_cli.pipeline.corrective import Pipeline
     from crag_cli.settings import Settings
 
     chosen = {**PAPER_RULES, **settings}
     chosen.setdefault("strips_correct", chosen.get("strips", Settings().strips))
-    return Pipeline(retriever, evaluator, thresholds, generator, web, settings=Settings(**chosen), reading=reading)
+    return Pipeline(retriever, evaluator, thresholds, reader, web, settings=Settings(**chosen), reading=reading)
 
 
 def _bytes_to_unicode() -> dict[int, str]:

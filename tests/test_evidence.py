@@ -11,7 +11,7 @@ from crag_cli.app.ask import knowledge_notes
 from crag_cli.evaluator import EMBEDDED_EVALUATOR, CrossEncoderEvaluator, EvaluatorError, EvidenceFit
 from crag_cli.evaluator import read_evidence, read_trained, write_evidence
 from crag_cli.assemble import evaluator_of
-from crag_cli.pipeline.fakes import FakeEvidenceEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.pipeline.fakes import FakeEvidenceEvaluator, FakeReader, FakeRetriever, FakeWeb
 from conftest import fake_pipeline
 from crag_cli.batch.records import to_record
 
@@ -38,7 +38,7 @@ def test_the_combination_is_the_fitted_linear_score_of_logit_support_and_rank():
 
 
 def run(logits, evidence=True, domain=("capital",), fit=FIT, ahead=False, scores=SCORES, support=0.4, **kwargs):
-    gen, web = FakeGenerator("politician"), FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
+    gen, web = FakeReader("politician"), FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
     ev = FakeEvidenceEvaluator(scores, logits, fit, domain=None if domain is None else list(domain))
     pipe = fake_pipeline(FakeRetriever(PASSAGES, support=support), ev, TH, gen, web=web, evidence=evidence, **kwargs)
     if ahead:

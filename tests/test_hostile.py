@@ -290,14 +290,14 @@ def test_a_batch_killed_between_recording_and_renaming_its_output_resumes(built_
 def test_each_record_reaches_the_partial_file_as_soon_as_it_is_answered(tmp_path):
     from crag_cli.action.trigger import Thresholds
     from crag_cli.batch import BatchOutput, InProcess, run_batch
-    from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever
+    from crag_cli.pipeline.fakes import FakeEvaluator, FakeReader, FakeRetriever
     from crag_cli.pipeline.corrective import Pipeline
     from crag_cli.batch.records import parse_question
 
     out = BatchOutput(tmp_path / "out.jsonl", [])
     written: list[int] = []
 
-    class Watching(FakeGenerator):  # notes how many records are in the file when each question is answered
+    class Watching(FakeReader):  # notes how many records are in the file when each question is answered
         def generate(self, messages, max_tokens, on_token=None):
             written.append(out.partial.read_bytes().count(b"\n"))
             return super().generate(messages, max_tokens, on_token)
@@ -500,13 +500,13 @@ def _rendered(gen, messages: list[dict]) -> str:
 
 
 def test_untrusted_text_adds_no_control_token_and_cannot_close_the_reference(tmp_path):
-    from test_generator import reader_options
+    from test_reader import reader_options
 
-    from crag_cli.reader import EngineGenerator
+    from crag_cli.reader import EngineReader
     from crag_cli.reader.prompts import KnowledgeItem, build_messages
 
     model = write_tiny_gguf(tmp_path / "chatml.gguf", chat_template=CHATML, controls=("<|im_start|>", "<|im_end|>"))
-    gen = EngineGenerator(str(model), reader_options(n_ctx=4096))
+    gen = EngineReader(str(model), reader_options(n_ctx=4096))
     gen.load()
     start, end = (_ids(gen, t) for t in ("<|im_start|>", "<|im_end|>"))
     assert len(start) == len(end) == 1  # each one control token
@@ -590,9 +590,9 @@ TRIMMING = (
 
 @pytest.mark.parametrize("vocabulary", ["sentencepiece", "bpe, a template that trims contents"])
 def test_where_contents_cannot_be_tokenized_apart_control_text_is_defused(vocabulary, tmp_path):
-    from test_generator import reader_options
+    from test_reader import reader_options
 
-    from crag_cli.reader import EngineGenerator
+    from crag_cli.reader import EngineReader
 
     if vocabulary == "sentencepiece":
         model, start, end = (
@@ -606,7 +606,7 @@ def test_where_contents_cannot_be_tokenized_apart_control_text_is_defused(vocabu
             write_tiny_gguf(tmp_path / "trim.gguf", chat_template=TRIMMING, controls=controls),
             *controls,
         )
-    gen = EngineGenerator(str(model), reader_options(n_ctx=4096))
+    gen = EngineReader(str(model), reader_options(n_ctx=4096))
     gen.load()
     ids = {t: _ids(gen, t) for t in (start, end)}
     assert all(len(v) == 1 for v in ids.values())
@@ -807,14 +807,11 @@ def test_five_hundred_tiny_files_are_indexed_and_one_change_reads_one_file(tmp_p
         path = docs / f"d{i % 10}" / f"note{i}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"Note {i}\n\nThe harbour keeper logged item{i} at the pier.")
-    ix = tmp_path / "ix"
-    started = time.perf_counter()
-    r = invoke("index", docs, "--index", ix)
-    first = time.perf_counter() - started
+    ix = tmp_path / "ix"  # BM25 alone: the files are the point (their speed: benchmarks/scale.py)
+    r = invoke("index", docs, "--index", ix, "--no-dense")
     assert r.exit_code == 0 and "indexed 500 documents from 500 files" in r.stderr, r.output
-    assert first < 20, first  # (0.3 s here; 5,000 files took 2.4 s, 50,000 21 s: linear)
     (docs / "d7" / "note7.txt").write_text("Note 7\n\nThe keeper logged a quokka.")
-    r = invoke("index", docs, "--index", ix)
+    r = invoke("index", docs, "--index", ix, "--no-dense")
     assert "(1 file(s) read, 499 unchanged taken from the old index)" in r.stderr, r.stderr
     from crag_cli.index import BM25Index
 

@@ -15,7 +15,7 @@ from test_safety import invoke, one_error_line
 from test_served import run
 from webserver import gzip_bomb
 
-from crag_cli.reader import Connection, ModelError, ServedBackend, ServedGenerator
+from crag_cli.reader import Connection, ModelError, ServedBackend, ServedReader
 
 KEY = "sk-hostile-0123456789abcdef"
 PASSWORD = "SECRET-pw-42"
@@ -117,8 +117,8 @@ def server():
     httpd.server_close()
 
 
-def reader(url: str, **connection) -> ServedGenerator:
-    return ServedGenerator(Connection(url, **connection), "m1", 4096, 0.0, 0)
+def reader(url: str, **connection) -> ServedReader:
+    return ServedReader(Connection(url, **connection), "m1", 4096, 0.0, 0)
 
 
 # ----------------------------------------------------------------------------- 1: what a server says of itself
@@ -171,7 +171,7 @@ def test_a_stream_that_drips_without_a_line_end_is_cut_at_the_answer_deadline(se
     assert settings.reader_timeout == 2
     started = time.monotonic()
     with pytest.raises(ModelError, match="no complete answer within 2 s"):
-        assemble.generator(settings).generate(MESSAGES, 8)
+        assemble.reader(settings).generate(MESSAGES, 8)
     assert time.monotonic() - started < 4
 
 
@@ -256,7 +256,7 @@ def test_a_password_in_the_reader_url_is_used_never_shown_or_stored(server):
 
     routes, seen, url = server
     secret_url = url.replace("//", f"//user:{PASSWORD}@") + "/v1"
-    gen = ServedGenerator(Connection(secret_url), "m9", 4096, 0.0, 0)
+    gen = ServedReader(Connection(secret_url), "m9", 4096, 0.0, 0)
     with pytest.raises(ModelError) as refused:
         gen.load()
     assert f"reader server {url.replace('//', '//***@')} has no model 'm9'" in str(refused.value)
@@ -269,7 +269,7 @@ def test_a_password_in_the_reader_url_is_used_never_shown_or_stored(server):
     assert PASSWORD not in str(bad.value) and "***@" in str(bad.value)
     routes["/v1/chat/completions"] = lambda h, body: send(h, 400, {"error": {"message": f"bad {secret_url}"}})
     with pytest.raises(ModelError) as failed:
-        ServedGenerator(Connection(secret_url, timeout=5), "m1", 4096, 0.0, 0).generate(MESSAGES, 8)
+        ServedReader(Connection(secret_url, timeout=5), "m1", 4096, 0.0, 0).generate(MESSAGES, 8)
     assert PASSWORD not in str(failed.value) and "400" in str(failed.value)
 
 
@@ -286,7 +286,7 @@ def test_the_key_or_password_echoed_in_an_answer_is_redacted_in_its_text_and_its
     routes["/v1/chat/completions"] = _echo_credentials
     conn = Connection(url, api_key=KEY) if with_key else Connection(url.replace("//", f"//me:{PASSWORD}@"))
     streamed: list[str] = []
-    out = ServedGenerator(conn, "m1", 4096, 0.0, 0).generate(MESSAGES, 16, streamed.append)
+    out = ServedReader(conn, "m1", 4096, 0.0, 0).generate(MESSAGES, 16, streamed.append)
     shown = "[key]" if with_key else "***"
     assert out.text == "".join(streamed) == f"Yours is {shown}, I mean {shown}."
 

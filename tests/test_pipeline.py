@@ -1,7 +1,7 @@
-"""Pipeline.run with the shipped fakes: what reaches the generator, and what the record says."""
+"""Pipeline.run with the shipped fakes: what reaches the reader, and what the record says."""
 
 from crag_cli.action.trigger import Action, Thresholds
-from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeReader, FakeRetriever, FakeWeb
 from conftest import PAPER_RULES, fake_pipeline
 from crag_cli.app.ask import answer_notes
 from crag_cli.reader.prompts import CHECK, TASKS, build_messages
@@ -17,7 +17,7 @@ PASSAGES = [
 SCORES = {"politician": 0.8, "European Parliament": 0.6, "seal": 0.3}
 
 
-def reference(gen: FakeGenerator) -> list[str]:
+def reference(gen: FakeReader) -> list[str]:
     user = gen.messages[-1][1]["content"]
     block = user[user.index("<<<REFERENCE") : user.index("REFERENCE>>>")]
     return [line for line in block.splitlines() if line.startswith("[")]
@@ -25,7 +25,7 @@ def reference(gen: FakeGenerator) -> list[str]:
 
 def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer():
     """The evaluator chooses which passages are kept (over the lower threshold); they keep the index's order."""
-    gen = FakeGenerator("politician")
+    gen = FakeReader("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=2)
     result = pipe.run("What is Ole Krarup's occupation?", answers=["politician"])
@@ -44,7 +44,7 @@ def test_correct_gives_the_kept_passages_in_retrieval_order_unlabelled_and_fewer
 def test_ambiguous_lets_the_web_lead_when_no_passage_has_support_and_flags_an_unsupported_answer():
     """A retriever that cannot weigh strips: no passage has lexical support, so the web's strips lead and the
     passages' best follows them."""
-    gen = FakeGenerator("seal hunter and sailor")
+    gen = FakeReader("seal hunter and sailor")
     web = FakeWeb(["Ole Krarup (1935-2017) was a Danish jurist.", "Ole Krarup was a Danish jurist and writer."])
     web.score = 0.4
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({"seal": 0.3}), TH, gen, web=web)
@@ -62,7 +62,7 @@ def test_a_question_outside_the_evaluators_domain_is_not_judged_correct_and_read
     web = FakeWeb(["Ole Krarup was a Danish jurist."], score=0.4)
 
     def run(domain, **kwargs):
-        gen = FakeGenerator("politician")
+        gen = FakeReader("politician")
         ev = FakeEvaluator(scores, domain=domain)
         pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, strips=5, strips_correct=2, **kwargs)
         return pipe.run("What is Ole Krarup's occupation?"), reference(gen)
@@ -81,7 +81,7 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
     """``auto``: docqa's instruction (and its 64 tokens) out of the domain, popqa's in it, in every mode."""
 
     def run(domain, mode="crag", task="auto"):
-        gen = FakeGenerator("politician")
+        gen = FakeReader("politician")
         pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES, domain=domain), TH, gen, task=task)
         result = pipe.run("What is Ole Krarup's occupation?", mode=mode)
         return result, gen.messages[0][1]["content"], gen.max_tokens[0]  # the answer's prompt (docqa's check follows)
@@ -96,7 +96,7 @@ def test_task_auto_answers_a_question_out_of_the_evaluators_domain_with_the_refe
         assert prompt.endswith(popqa) and max_tokens == TASKS["popqa"].max_tokens and result.prompt_task == "popqa"
     assert run(None)[1].endswith(popqa)  # an evaluator that cannot tell: the short phrase, as before
     assert run(["capital"], "no-retrieval")[1].endswith(popqa)  # no reference to quote a sentence of
-    gen = FakeGenerator("politician")  # nor when crag found nothing: Incorrect, no web
+    gen = FakeReader("politician")  # nor when crag found nothing: Incorrect, no web
     pipe = fake_pipeline(FakeRetriever([]), FakeEvaluator({}, domain=["capital"]), TH, gen, task="auto")
     result = pipe.run("What is Ole Krarup's occupation?")
     assert result.action is Action.INCORRECT and not result.knowledge_used and result.prompt_task == "popqa"
@@ -111,7 +111,7 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     question = "What does the pass statement do?"
 
     def run(*replies, task="docqa", stream=True, gen=None):
-        gen = gen or FakeGenerator(list(replies))
+        gen = gen or FakeReader(list(replies))
         streamed: list[str] = []
         pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
         result = pipe.run(question, on_token=streamed.append if stream else None)
@@ -139,7 +139,7 @@ def test_a_docqa_answer_that_only_restates_the_question_is_asked_again_for_the_r
     result, gen, streamed = run("pass", "")  # a second ask that answers nothing: the first answer stands
     assert result.answer == "pass" and result.restated is None and streamed == "pass"
 
-    class FailsSecond(FakeGenerator):
+    class FailsSecond(FakeReader):
         def generate(self, messages, max_tokens, on_token=None):
             if self.messages:
                 raise RuntimeError("model gone")
@@ -167,9 +167,7 @@ def test_a_docqa_answer_is_one_sentence_given_as_the_knowledge_has_it_when_rewor
 
     def run(reply, task="docqa"):
         streamed: list[str] = []
-        pipe = fake_pipeline(
-            FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, FakeGenerator(reply), task=task
-        )
+        pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, FakeReader(reply), task=task)
         result = pipe.run(question, on_token=streamed.append)
         return result, streamed
 
@@ -203,7 +201,7 @@ def _ambiguous(web_texts, passages=None, **kwargs):
     passages = passages or [f"Ole Krarup fact {i} in five more words." for i in range(6)]  # 2 of 6 words
     scores = {f"fact {i}": 0.1 + 0.05 * i for i in range(6)}
     web = FakeWeb(web_texts, score=0.25)
-    gen = FakeGenerator("jurist")
+    gen = FakeReader("jurist")
     pipe = fake_pipeline(FakeRetriever(passages, support=0.8), FakeEvaluator(scores), TH, gen, web=web, **kwargs)
     result = pipe.run("Where did Ole Krarup study law?")
     assert result.action is Action.AMBIGUOUS
@@ -239,7 +237,7 @@ def test_ambiguous_reads_both_sources_when_they_hold_the_question_alike_within_r
 
 
 def test_plain_rag_prompt_is_unranked_and_no_retrieval_is_not_judged_for_grounding():
-    gen = FakeGenerator("Copenhagen")
+    gen = FakeReader("Copenhagen")
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(SCORES), TH, gen, top_k=2)
     result = pipe.run("Where did Ole Krarup die?", mode="rag")
     lines = reference(gen)
@@ -270,15 +268,13 @@ def test_scoring_a_group_ahead_gives_the_same_records_in_two_evaluator_calls():
     passages = [p + " It is a longer passage now. It has more strips than one." for p in PASSAGES]  # 2 strips each
     one_by_one = FakeEvaluator(SCORES)
     pipe = fake_pipeline(
-        FakeRetriever(passages), one_by_one, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True
+        FakeRetriever(passages), one_by_one, TH, FakeReader("x"), strips=5, strips_correct=2, refine=True
     )
     want = [to_record(pipe.run(q)) for q in questions]
     assert one_by_one.calls == 2 * len(questions)  # passages, then strips, per question
 
     grouped = FakeEvaluator(SCORES)
-    pipe = fake_pipeline(
-        FakeRetriever(passages), grouped, TH, FakeGenerator("x"), strips=5, strips_correct=2, refine=True
-    )
+    pipe = fake_pipeline(FakeRetriever(passages), grouped, TH, FakeReader("x"), strips=5, strips_correct=2, refine=True)
     pipe.score_ahead(questions)
     assert grouped.calls == 2  # every passage, then every strip refinement will need
     got = [pipe.run(q) for q in questions]
@@ -304,7 +300,7 @@ def test_whole_passages_keep_retrieval_order_and_strips_follow_the_ranking():
         (True, "fused", "31 kb"),
         (True, "evaluator", "herds"),
     ):
-        gen = FakeGenerator("31 kb")
+        gen = FakeReader("31 kb")
         pipe = fake_pipeline(
             FakeRetriever(passages),
             FakeEvaluator(scores, default=0.1),
@@ -324,7 +320,7 @@ def test_whole_passages_keep_retrieval_order_and_strips_follow_the_ranking():
 def test_read_words_bounds_what_an_ambiguous_question_reads_but_keeps_one_strip():
     long_passages = [f"Passage {i} " + " ".join(f"word{j}" for j in range(80)) + "." for i in range(5)]
     for budget, expected in ((450, 5), (200, 2), (10, 1)):
-        gen = FakeGenerator("x")
+        gen = FakeReader("x")
         pipe = fake_pipeline(
             FakeRetriever(long_passages), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_words=budget
         )
@@ -344,7 +340,7 @@ def test_read_share_reads_the_first_passage_and_those_holding_the_question_nearl
         "Krarup did study at a university.",  # 3 of 6: 0.6 of the best's
     ]
     for share, expected in ((0.0, [0, 1, 2, 3, 4]), (0.55, [0, 2, 4]), (0.7, [0, 2]), (1.0, [0, 2])):
-        gen = FakeGenerator("Copenhagen")
+        gen = FakeReader("Copenhagen")
         pipe = fake_pipeline(
             FakeRetriever(passages, support=1.0), FakeEvaluator({}, default=0.2), TH, gen, strips=5, read_share=share
         )
@@ -365,7 +361,7 @@ def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
     # 31 kb: under lower (0) but over the filter (-0.5); seals: under the filter
     for herds, action, kept in ((0.7, Action.CORRECT, [1]), (0.3, Action.AMBIGUOUS, [0, 1])):
         scores = {"31 kb": -0.2, "herds": herds, "seals": -0.9}
-        gen = FakeGenerator("31 kb")
+        gen = FakeReader("31 kb")
         pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator(scores), TH, gen, strips=5, strips_correct=3)
         result = pipe.run(question)
         assert result.action is action
@@ -373,7 +369,7 @@ def test_kept_passages_go_whole_and_an_unsure_evaluator_keeps_more_of_them():
         assert sorted(line.split("] ", 1)[1] for line in reference(gen)) == sorted(passages[i] for i in kept)
 
 
-def test_a_repeated_passage_reaches_the_generator_once():
+def test_a_repeated_passage_reaches_the_reader_once():
     """The same paragraph in two files takes one place in the prompt, not two."""
     passages = [
         "Ole Krarup was a Danish politician.",
@@ -381,7 +377,7 @@ def test_a_repeated_passage_reaches_the_generator_once():
         "Exception  handlers are specified with the try statement.",  # a copy (spacing aside)
         "Ole Krarup sat in the European Parliament.",
     ]
-    gen = FakeGenerator("politician")
+    gen = FakeReader("politician")
     pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.2), TH, gen, strips=3)
     result = pipe.run("What is Ole Krarup's occupation?")
     texts = [line.split("] ", 1)[1] for line in reference(gen)]
@@ -410,7 +406,7 @@ def test_lexical_support_keeps_passages_the_evaluator_alone_would_drop_for_the_w
         ("Which coronavirus infects Antarctic penguins of Adelie Land?", 0.6, Action.INCORRECT),
     )
     for question, support, action in cases:
-        gen = FakeGenerator("31 kb")
+        gen = FakeReader("31 kb")
         pipe = fake_pipeline(index, low, TH, gen, web=web, lexical_support=support)
         result = pipe.run(question)
         assert result.action is action, (question, support)
@@ -436,7 +432,7 @@ def test_lexical_support_needs_a_passage_the_evaluator_does_not_reject_and_one_t
             FakeRetriever(PASSAGES[:1], support=support),
             FakeEvaluator({}, default=score),
             TH,
-            FakeGenerator("x"),
+            FakeReader("x"),
             web=web,
             lexical_support=share,
         )
@@ -451,7 +447,7 @@ def test_correct_keeps_a_supported_passage_the_evaluator_is_lukewarm_about():
             FakeRetriever(PASSAGES, support=0.7),
             FakeEvaluator(scores),
             TH,
-            FakeGenerator("politician"),
+            FakeReader("politician"),
             strips_correct=3,
             lexical_support=share,
         )
@@ -473,7 +469,7 @@ def test_a_reading_policy_given_to_the_pipeline_chooses_what_the_reader_reads_an
         def web_unread(self, internal, web_supports) -> bool:
             return False
 
-    gen = FakeGenerator("politician")
+    gen = FakeReader("politician")
     scores = {"politician": 0.6, "European Parliament": 0.9, "seal": -0.2}
     policy = LastOnly()
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator(scores), TH, gen, strips=5, reading=policy)
@@ -528,7 +524,7 @@ def test_the_web_strips_go_unscored_only_when_the_reading_cannot_read_them():
     pages = [f"A page on Krarup, item {i}." for i in range(3)]
     read = []
     for policy in (None, Scores(**{**vars(rule), "read_words": 450, "upper": TH.upper})):
-        gen = FakeGenerator("jurist")
+        gen = FakeReader("jurist")
         ev = FakeEvaluator({f"fact {i}": 0.1 for i in range(6)}, default=0.25)
         pipe = fake_pipeline(
             FakeRetriever(passages, support=0.8), ev, TH, gen, web=Web(pages, score=0.25), reading=policy
@@ -544,7 +540,7 @@ def test_incorrect_with_no_external_knowledge_reads_the_doubted_passages_and_say
     the record says the evaluator doubted them. With web strips, Incorrect reads those alone, as the paper does."""
     question = "What is Ole Krarup's occupation?"
     for web in (None, FakeWeb([])):  # no web stage; a web stage that finds nothing
-        gen = FakeGenerator("politician")
+        gen = FakeReader("politician")
         pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
         result = pipe.run(question)
         assert result.action is Action.INCORRECT and result.in_domain is True
@@ -553,7 +549,7 @@ def test_incorrect_with_no_external_knowledge_reads_the_doubted_passages_and_say
         record = to_record(result)
         assert record["doubted"] is True and record["basis"] == "knowledge" and record["action"] == "incorrect"
         assert record["reading"] == "the doubted passages (no web)"
-    gen = FakeGenerator("jurist")
+    gen = FakeReader("jurist")
     web = FakeWeb(["Ole Krarup was a Danish jurist."])
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, domain=["occupation"]), TH, gen, web=web)
     result = pipe.run(question)
@@ -569,7 +565,7 @@ def test_out_of_its_domain_the_evaluators_doubt_is_not_proof_every_passage_is_re
     web = FakeWeb(["Ole Krarup was a Danish jurist."], score=-0.9)
 
     def run(domain, guard=True):
-        gen = FakeGenerator("politician")
+        gen = FakeReader("politician")
         ev = FakeEvaluator({}, default=-0.9, domain=domain)  # below lower (0.0) and filter (-0.5)
         pipe = fake_pipeline(FakeRetriever(PASSAGES, support=0.2), ev, TH, gen, web=web, domain_guard=guard)
         return pipe.run(question), gen
@@ -589,7 +585,7 @@ def test_a_docqa_answer_the_reader_says_its_reference_does_not_state_is_a_not_fo
     question = "Which licence is the library under?"
 
     def run(reply, check, task="docqa", gen=None):
-        gen = gen or FakeGenerator(reply, check=check)
+        gen = gen or FakeReader(reply, check=check)
         streamed: list[str] = []
         pipe = fake_pipeline(FakeRetriever(passages), FakeEvaluator({}, default=0.9), TH, gen, task=task)
         return pipe.run(question, on_token=streamed.append), gen, "".join(streamed)
@@ -610,7 +606,7 @@ def test_a_docqa_answer_the_reader_says_its_reference_does_not_state_is_a_not_fo
     result, gen, _ = run("BSD", "No.", task="popqa")  # popqa: never checked
     assert result.answer == "BSD" and gen.checks == [] and result.checked is None
 
-    class CheckFails(FakeGenerator):
+    class CheckFails(FakeReader):
         def generate(self, messages, max_tokens, on_token=None):
             if messages[-1]["content"].endswith(CHECK):
                 raise RuntimeError("model gone")

@@ -10,7 +10,7 @@ import pytest
 from conftest import fake_pipeline
 from crag_cli.action.trigger import Action, Thresholds
 from crag_cli.app.ask import answer_notes
-from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeReader, FakeRetriever, FakeWeb
 from crag_cli.reader.prompts import CHECK, JUDGE, TASKS
 from crag_cli.batch.records import to_record
 from test_cli import invoke
@@ -28,7 +28,7 @@ def run(
     judge, check="No.", domain=("capital",), web=None, answer=("Two weeks", "2 weeks"), engine_cache=False, **settings
 ):
     """crag over PASSAGES with an evaluator that doubts them all, out of its domain unless ``domain`` says so."""
-    gen = FakeGenerator(list(answer), judge=judge, check=check, engine_cache=engine_cache)
+    gen = FakeReader(list(answer), judge=judge, check=check, engine_cache=engine_cache)
     ev = FakeEvaluator({}, default=-0.9, domain=list(domain))
     pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, task="docqa", **settings)
     streamed: list[str] = []
@@ -107,7 +107,7 @@ def test_the_reader_does_not_judge_an_answer_its_check_keeps_in_the_domain_with_
         run("Yes.", reader_judge=False),  # --no-reader-judge: the declined answer is Not found
     ):
         assert gen.judges == [] and to_record(result)["judged"] is None and result.not_found is not None
-    gen = FakeGenerator("2 weeks", judge="Yes.", check="No.")
+    gen = FakeReader("2 weeks", judge="Yes.", check="No.")
     pipe = fake_pipeline(FakeRetriever(PASSAGES), FakeEvaluator({}, default=-0.9, domain=["capital"]), TH, gen)
     assert pipe.run(QUESTION, mode="rag", task="docqa").not_found is not None and gen.judges == []  # plain RAG
     result, gen, _ = run("Yes.", web=FakeWeb([]))  # a web stage that finds nothing: no web strip
@@ -115,7 +115,7 @@ def test_the_reader_does_not_judge_an_answer_its_check_keeps_in_the_domain_with_
 
 
 def test_a_judge_that_fails_is_the_questions_error():
-    class Fails(FakeGenerator):
+    class Fails(FakeReader):
         def generate(self, messages, max_tokens, on_token=None):
             if messages[-1]["content"].endswith(JUDGE):
                 raise RuntimeError("model gone")

@@ -98,13 +98,13 @@ def test_the_pipeline_reads_its_settings_whole_so_a_new_setting_needs_no_wiring(
     from crag_cli.action.knowledge import ActionReading
 
     settings = Settings(index=built_index, strips=4, strips_correct=2, lexical_support=0.7)
-    pipe = assemble.pipeline(settings, with_generator=False)
+    pipe = assemble.pipeline(settings, with_reader=False)
     assert pipe.settings == settings and pipe.settings is not settings  # its own copy
     assert pipe.reading == ActionReading.of(settings, pipe.thresholds.upper) and pipe.reading.strips_correct == 2
     assert Pipeline(FakeRetriever([]), FakeEvaluator({}), pipe.thresholds).settings == Settings()  # the defaults
 
 
-def test_the_evaluator_and_the_generator_take_their_settings_by_name():
+def test_the_evaluator_and_the_reader_take_their_settings_by_name():
     import inspect
 
     from crag_cli.assemble import PROMPT_SETTINGS
@@ -114,8 +114,8 @@ def test_the_evaluator_and_the_generator_take_their_settings_by_name():
 
     evaluator = set(inspect.signature(build_evaluator).parameters) | {"evaluator"}  # the spec, first
     assert set(names_in("evaluator")) <= evaluator
-    generator = set(inspect.signature(ReaderOptions).parameters) | set(PROMPT_SETTINGS) | {"model"}
-    assert set(names_in("generator")) <= generator
+    reader = set(inspect.signature(ReaderOptions).parameters) | set(PROMPT_SETTINGS) | {"model"}
+    assert set(names_in("reader")) <= reader
 
 
 @pytest.mark.parametrize("name", ["web", "rewrite"])
@@ -124,19 +124,19 @@ def test_none_is_a_choice_where_a_setting_offers_it(name, tmp_path):
     assert getattr(load_settings({}, env={f"CRAG_{name.upper()}": "none"}, cwd=tmp_path), name) == "none"
 
 
-def test_a_pipeline_without_a_generator_has_a_web_stage_only_when_asked(built_index, monkeypatch):
-    """``crag evaluate`` and the benchmarks build no generator; a benchmark that reads the web asks for it."""
+def test_a_pipeline_without_a_reader_has_a_web_stage_only_when_asked(built_index, monkeypatch):
+    """``crag evaluate`` and the benchmarks build no reader; a benchmark that reads the web asks for it."""
     from crag_cli import assemble
     from crag_cli.web.stage import WebSearch
 
     settings = Settings(index=built_index, web="searxng", searxng_url="http://127.0.0.1:9", allow_private=True)
-    assert assemble.pipeline(settings, with_generator=False).web is None
-    web = assemble.pipeline(settings, with_generator=False, with_web=True).web
-    assert isinstance(web, WebSearch) and web.generator is None  # no model rewrites the query
-    assert assemble.pipeline(settings.replace(web="none"), with_generator=False, with_web=True).web is None
-    # with a generator the web stage follows it unless told otherwise (no model is loaded here)
+    assert assemble.pipeline(settings, with_reader=False).web is None
+    web = assemble.pipeline(settings, with_reader=False, with_web=True).web
+    assert isinstance(web, WebSearch) and web.reader is None  # no model rewrites the query
+    assert assemble.pipeline(settings.replace(web="none"), with_reader=False, with_web=True).web is None
+    # with a reader the web stage follows it unless told otherwise (no model is loaded here)
     monkeypatch.setattr("crag_cli.reader.backends.check_model", lambda model: None)
-    monkeypatch.setattr(assemble, "generator", lambda settings: None)
+    monkeypatch.setattr(assemble, "reader", lambda settings: None)
     assert isinstance(assemble.pipeline(settings).web, WebSearch)
     assert assemble.pipeline(settings, with_web=False).web is None
 
@@ -147,7 +147,7 @@ def test_a_model_name_too_long_for_a_file_is_one_line_before_any_model_loads(whe
 
     from crag_cli.reader import ModelError, resolve_model
 
-    monkeypatch.setattr("crag_cli.reader.backends.EngineGenerator", None)  # loading a model would fail the test
+    monkeypatch.setattr("crag_cli.reader.backends.EngineReader", None)  # loading a model would fail the test
     long = "a" * 300
     args = ["ask", "What does the pass statement do?", "--index", built_index, "--max-tokens", "8", "-k", "3"]
     if where == "flag":

@@ -17,7 +17,7 @@ from crag_cli.errors import CragError
 from crag_cli.assemble import evaluator_of
 from crag_cli.evaluator import MANIFEST, CrossEncoderEvaluator, EvaluatorError, parse_spec
 from crag_cli.action.evaltest import auc
-from crag_cli.pipeline.fakes import FakeGenerator
+from crag_cli.pipeline.fakes import FakeReader
 from crag_cli.index import BM25Index
 from crag_cli.train import (
     LabelledPair,
@@ -135,7 +135,7 @@ def test_labelled_pairs_file_reports_bad_lines(tmp_path):
 def test_written_pairs_read_back_the_same(built_index, tmp_path):  # synthetic pairs, saved for --pairs
     pairs, _ = synthetic_pairs(
         BM25Index.load(built_index),
-        FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin"),
+        FakeReader("Question: What is the capital of Germany?\nAnswer: Berlin"),
         n=20,
         top_k=5,
         seed=0,
@@ -165,7 +165,7 @@ def test_gold_labels_are_whole_word_aliases(built_index):
 
 def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
     index = BM25Index.load(built_index)
-    gen = FakeGenerator("Question: What is the capital of Germany?\nAnswer: Berlin")
+    gen = FakeReader("Question: What is the capital of Germany?\nAnswer: Berlin")
     pairs, counts = synthetic_pairs(index, gen, n=100, top_k=5, seed=0)
     eligible = [p for p in index.passages if len(p.text.split()) >= 20]  # passages long enough to ask about
     assert eligible and counts["sampled"] == min(100, len(eligible))
@@ -183,19 +183,19 @@ def test_synthetic_pairs_keep_answers_found_in_their_passage(built_index):
 
 def test_synthetic_questions_that_do_not_find_their_passage_are_dropped(built_index):
     index = BM25Index.load(built_index)
-    vague = FakeGenerator(
+    vague = FakeReader(
         "Question: Which painter was it?\nAnswer: Berlin"
     )  # names nothing of Berlin's passage: it is not found
     assert not any(h.passage.id for h in index.search("Which painter was it?", 5) if "Berlin" in h.passage.text)
     pairs, counts = synthetic_pairs(index, vague, n=100, top_k=5, seed=0)
     assert pairs == [] and counts["dropped_not_retrieved"] >= 1 and counts["kept"] == 0
-    named = FakeGenerator("Question: Which city is the capital of Germany?\nAnswer: Berlin")
+    named = FakeReader("Question: Which city is the capital of Germany?\nAnswer: Berlin")
     assert synthetic_pairs(index, named, n=100, top_k=5, seed=0)[1]["kept"] >= 1
 
 
 def test_synthetic_sentence_answers_are_counted_apart_and_dropped(built_index):
     index = BM25Index.load(built_index)
-    gen = FakeGenerator(
+    gen = FakeReader(
         "Question: What is the capital of Germany?\nAnswer: " + "The capital of Germany is the city of Berlin, " * 3
     )
     pairs, counts = synthetic_pairs(index, gen, n=3, top_k=5, seed=0)
@@ -503,7 +503,7 @@ def test_train_evaluator_command(tiny_bert, tmp_path):
 
 
 class CityQuestions:
-    """A generator stand-in that asks, of each passage it is shown, which river its city lies on."""
+    """A reader stand-in that asks, of each passage it is shown, which river its city lies on."""
 
     model = "fake"
 
@@ -530,7 +530,7 @@ def test_synthetic_pairs_beside_gold_questions_only_train_and_can_be_saved(tiny_
         "\n".join(json.dumps({"question": f"In which country is {c}?", "answers": [k]}) for c, k, _ in CITIES) + "\n"
     )
     gen = CityQuestions()
-    monkeypatch.setattr(assemble, "generator", lambda settings: gen)
+    monkeypatch.setattr(assemble, "reader", lambda settings: gen)
     saved, out = tmp_path / "synthetic.jsonl", tmp_path / "ev"
     args = [
         "train-evaluator",

@@ -37,7 +37,7 @@ def minilm():
     return MiniLMEvaluator(batch_size=32, max_length=256)
 
 
-class RecordingGenerator:
+class RecordingReader:
     """Returns a fixed reply and records the prompts it was given."""
 
     n_ctx = 2048
@@ -74,7 +74,7 @@ def test_accept_query(raw, ok):
 
 
 def test_rewrite_puts_the_question_in_the_prompt_and_falls_back():
-    gen = RecordingGenerator("Zorblat Quintana, occupation")
+    gen = RecordingReader("Zorblat Quintana, occupation")
     assert rewrite_query("What is Zorblat Quintana's occupation?", gen, 24) == (
         "Zorblat Quintana, occupation",
         True,
@@ -82,7 +82,7 @@ def test_rewrite_puts_the_question_in_the_prompt_and_falls_back():
     )
     assert gen.prompts[0][-1] == {"role": "user", "content": "question: What is Zorblat Quintana's occupation?"}
     assert [m["role"] for m in gen.prompts[0][:3]] == ["system", "user", "assistant"]
-    query, rewritten, note = rewrite_query("What is Zorblat Quintana's occupation?", RecordingGenerator("sculptor"), 24)
+    query, rewritten, note = rewrite_query("What is Zorblat Quintana's occupation?", RecordingReader("sculptor"), 24)
     assert (query, rewritten) == ("Zorblat Quintana occupation", False) and "not a keyword query" in note
 
 
@@ -314,7 +314,7 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
     stage = WebSearch(
         SearxngBackend(web.url, timeout=10.0, allow_private=False),
         minilm,
-        RecordingGenerator("Zorblat Quintana, occupation"),
+        RecordingReader("Zorblat Quintana, occupation"),
         Fetcher(timeout=2, allow_private=True, max_bytes=2_000_000),
         stage_settings(web_results=4, rewrite="model", strips=3),
         filter_threshold=-1,
@@ -338,9 +338,9 @@ def test_web_stage_extracts_refines_and_caches(web, minilm, tmp_path):
     assert any(p.get("cached") for p in again.pages)
 
 
-def test_web_stage_searches_the_question_words_by_default_without_the_generator(web, minilm):
+def test_web_stage_searches_the_question_words_by_default_without_the_reader(web, minilm):
     """The default query costs no model call: the question's content words, what the search engine ranks by."""
-    gen = RecordingGenerator("Zorblat Quintana, occupation")
+    gen = RecordingReader("Zorblat Quintana, occupation")
     stage = WebSearch(
         SearxngBackend(web.url, timeout=10.0, allow_private=False),
         minilm,

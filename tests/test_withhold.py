@@ -8,7 +8,7 @@ import pytest
 from conftest import fake_pipeline
 from crag_cli.action.trigger import Thresholds
 from crag_cli.app.ask import answer_notes
-from crag_cli.pipeline.fakes import FakeEvaluator, FakeGenerator, FakeRetriever, FakeWeb
+from crag_cli.pipeline.fakes import FakeEvaluator, FakeReader, FakeRetriever, FakeWeb
 from crag_cli.action.knowledge import Evidence, Reading
 from crag_cli.batch.records import to_record
 from test_cli import invoke
@@ -33,7 +33,7 @@ class PassagesOnly:
 
 def run(answer, domain=("capital",), web=None, check="Yes.", judge="Yes.", mode="crag", reading=None, **settings):
     """crag over PASSAGES with an evaluator that doubts them all, out of its domain unless ``domain`` says so."""
-    gen = FakeGenerator(answer, check=check, judge=judge)
+    gen = FakeReader(answer, check=check, judge=judge)
     ev = FakeEvaluator({}, default=-0.9, domain=list(domain))
     pipe = fake_pipeline(FakeRetriever(PASSAGES), ev, TH, gen, web=web, reading=reading, task="docqa", **settings)
     streamed: list[str] = []

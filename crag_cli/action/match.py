@@ -132,7 +132,7 @@ def is_grounded(answer: str, texts: Sequence[str], question: str = "", missing: 
     answer : str
         The generated answer.
     texts : sequence of str
-        The knowledge given to the generator.
+        The knowledge given to the reader.
     question : str, optional
         The question asked: its words need no support (a sentence answer restates them).
     missing : int

@@ -112,20 +112,20 @@ class AskRun:
 
         check_question(job.question)
         self.job, self.note = job, note
-        self.pipeline = assemble.pipeline(settings, with_generator=True)
+        self.pipeline = assemble.pipeline(settings, with_reader=True)
 
     def run(
         self,
         on_token: Optional[Callable[[str], None]] = None,
         on_knowledge: Optional[Callable[[object], None]] = None,
     ):
-        """Load the generator and answer; returns the ``pipeline.Result`` (its ``error`` set when it failed).
+        """Load the reader and answer; returns the ``pipeline.Result`` (its ``error`` set when it failed).
 
         ``on_knowledge(result)`` is called once the knowledge is chosen, before the answer.
         ``on_token`` receives the answer as it streams, then its end: the ``not_found`` text
         when nothing was read, and a newline. The notes go to ``note`` after that.
         """
-        self.pipeline.generator.load()
+        self.pipeline.reader.load()
         result = self.pipeline.run(self.job.question.strip(), on_token=on_token, on_knowledge=on_knowledge)
         if on_token is not None:
             on_token((result.not_found or "") + "\n")

@@ -154,7 +154,7 @@ class BatchRun:
         job, out = self.job, self.output
         if not questions.prefix(1):
             raise CragError(f"{job.input} holds no question")
-        pipe = pipeline or assemble.pipeline(self.settings, with_generator=True, retrieve=self.mode.retrieves)
+        pipe = pipeline or assemble.pipeline(self.settings, with_reader=True, retrieve=self.mode.retrieves)
         try:
             identity = run_identity(self.settings, self.mode, pipe.thresholds, pipe.retriever.manifest)
             done = out.done_records(questions, identity) if out is not None else []

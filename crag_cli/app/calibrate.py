@@ -72,7 +72,7 @@ class CalibrateRun:
         from ..action.calibrate import calibrate, collect
 
         settings = self.settings
-        pipe = assemble.pipeline(settings, with_generator=False)
+        pipe = assemble.pipeline(settings, with_reader=False)
         try:
             items, strip_scores, strip_holds = collect(
                 self.questions, pipe.retriever, pipe.evaluator, settings.top_k, settings.strip_mode, progress=progress

@@ -73,7 +73,7 @@ class EvaluateRun:
         if job.input is not None:
             check_input_file(job.input)
         self.job = job
-        self.pipeline = assemble.pipeline(settings, with_generator=False)
+        self.pipeline = assemble.pipeline(settings, with_reader=False)
 
     def result(self):
         """The question's passages, their scores and the action (a ``pipeline.Result``)."""

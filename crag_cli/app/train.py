@@ -66,17 +66,17 @@ class TrainRun:
         self.config = replace(job.config, base=base_name, threads=settings.threads, strip_mode=settings.strip_mode)
         self.inputs = [x for x in (job.questions, job.pairs, settings.index, base_folder) if x is not None]
         check_output_folder(job.out, self.inputs)  # (an input at --out itself, or inside it, is refused there too)
-        self.generator = None
+        self.reader = None
         try:
             self.locks.append(Lock(job.out, "evaluator folder").__enter__())  # held until close()
             if job.save_synthetic is not None:
                 self.locks.append(Lock(job.save_synthetic, "synthetic pairs file").__enter__())
-            if job.synthetic is not None:  # the generator is checked before the index or any model loads
+            if job.synthetic is not None:  # the reader is checked before the index or any model loads
                 from .. import assemble
                 from ..reader import backend
 
                 backend(settings.model, settings.reader_url).check(settings.model)
-                self.generator = assemble.generator(settings)
+                self.reader = assemble.reader(settings)
         except CragError:
             self.close()
             raise
@@ -162,7 +162,7 @@ class TrainRun:
                 self.note(f"  synthetic {done}/{total}")
 
         got, counts = synthetic_pairs(
-            index, self.generator, job.synthetic, settings.top_k, seed=self.config.seed, progress=progress
+            index, self.reader, job.synthetic, settings.top_k, seed=self.config.seed, progress=progress
         )
         if job.save_synthetic is not None:  # before training: generation is the slow part, and training may still fail
             write_labelled_pairs(got, job.save_synthetic)

@@ -174,7 +174,7 @@ def _worker_start(settings, mode: str, ignore_sigint: bool = True) -> None:
         torch.set_num_threads(settings.threads)  # the evaluator's share of the cores too
         from .. import assemble
 
-        pipe = assemble.pipeline(settings, with_generator=True, retrieve=Mode(mode).retrieves)
+        pipe = assemble.pipeline(settings, with_reader=True, retrieve=Mode(mode).retrieves)
         load_models(pipe, mode)
         _worker.update(pipeline=pipe, mode=mode)
     except Exception as exc:  # multiprocessing would restart a failing initializer for ever
@@ -421,8 +421,8 @@ def _ordered(ray, replicas: list, questions: Iterable, window: int) -> Iterator:
 
 def load_models(pipeline, mode: str) -> None:
     """Load the models a mode uses now, so that no question's timings include loading one."""
-    if pipeline.generator is not None:
-        pipeline.generator.load()
+    if pipeline.reader is not None:
+        pipeline.reader.load()
     mode = Mode(mode)
     if mode.uses_evaluator(pipeline.task):
         if mode is Mode.RAG:
@@ -430,5 +430,5 @@ def load_models(pipeline, mode: str) -> None:
         else:
             pipeline.evaluator.load()
     if "web" in mode.groups:
-        if pipeline.web is not None and pipeline.web.generator is not None:
-            pipeline.web.generator.load()
+        if pipeline.web is not None and pipeline.web.reader is not None:
+            pipeline.web.reader.load()

@@ -139,7 +139,7 @@ PANELS = {
     "thresholds": "Action thresholds",
     "action": "Action thresholds",
     "refine": "Refinement",
-    "generator": "Generator",
+    "reader": "Reader",
     "web": "Web correction",
 }
 _METAVARS = {int: "INTEGER", float: "NUMBER", Path: "PATH", str: "TEXT"}
@@ -243,9 +243,9 @@ ALL_SETTINGS = info.names_in(*GROUPS)
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 
-def _pipeline(settings: Settings, with_generator: bool, retrieve: bool = True):
+def _pipeline(settings: Settings, with_reader: bool, retrieve: bool = True):
     try:
-        return builder.pipeline(settings, with_generator=with_generator, retrieve=retrieve)
+        return builder.pipeline(settings, with_reader=with_reader, retrieve=retrieve)
     except CragError as exc:
         fail(str(exc))
 

@@ -116,7 +116,7 @@ def evaluator_test(
     in_sample = _in_sample([q for q, _ in questions], settings.evaluator)
     if in_sample and any(in_sample.values()):  # said before the models load: the user may stop here
         err.print("warning: " + in_sample_note(in_sample, len(questions)), markup=False)
-    pipe = _pipeline(settings, with_generator=False)
+    pipe = _pipeline(settings, with_reader=False)
     try:
         pipe.evaluator.load()  # so that pairs per second counts scoring, not loading
         with Progress(
@@ -169,7 +169,7 @@ TrainPairsOpt = Annotated[
 TrainSyntheticOpt = Annotated[
     Optional[int],
     typer.Option(
-        "--synthetic", min=1, help="No labels: the generator writes questions for N sampled passages of the index."
+        "--synthetic", min=1, help="No labels: the reader writes questions for N sampled passages of the index."
     ),
 ]
 TrainSaveSyntheticOpt = Annotated[

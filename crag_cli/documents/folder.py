@@ -6,7 +6,7 @@ Supported files: ``.txt``, ``.md``, ``.html``/``.htm`` (main text through
 readability-lxml), ``.jsonl`` (one document per line with ``id``, ``title``,
 ``text``), ``.pdf`` (the text layer, page by page) and ``.docx`` (see
 :mod:`crag_cli.documents.formats`), and those of the document types plugins add: the
-suffixes and their readers are :mod:`crag_cli.documents.types`. Every other file, every unreadable or non-UTF-8
+suffixes and their parsers are :mod:`crag_cli.documents.types`. Every other file, every unreadable or non-UTF-8
 file (a scanned, encrypted or corrupt PDF, a ``.docx`` that is not one) and
 every bad JSONL line is reported in :attr:`CorpusReport.skipped`, never dropped
 silently.
@@ -242,11 +242,11 @@ def read_file(
     try:
         size = os.stat(path).st_size
         if isinstance(kind, BuiltinType):  # crag's own: what it skips of the file, a long PDF's progress
-            docs = kind.reader(path, rel, skipped, on_page)
+            docs = kind.parse(path, rel, skipped, on_page)
         else:
             docs = list(kind.read(path, rel))
             if not all(isinstance(doc, Document) for doc in docs):
-                raise TypeError(f"the {kind.name} reader gave something other than a list of Documents")
+                raise TypeError(f"the {kind.name} parser gave something other than a list of Documents")
     except Unreadable as exc:
         return [], [(rel, str(exc))], None
     except UnicodeDecodeError:

@@ -11,7 +11,7 @@ claims a suffix crag reads itself, or another plugin's, is left out with a
 warning. :func:`registry` is the one place a suffix is looked up.
 
 What reads a file is part of the index's identity: crag's own types by
-:data:`READERS_VERSION` (an index rebuilds every file when it changes), a
+:data:`PARSERS_VERSION` (an index rebuilds every file when it changes), a
 plugin's files by its name, its version and its package's version (the
 manifest's ``document_type`` for each of them: they are read again when one
 changes).
@@ -32,7 +32,7 @@ from .titles import first_heading, first_line_title, markdown_title, rst_title, 
 
 # Raised whenever one of crag's own types gives other text or titles for the same file, so that an index rebuilds
 # every file. 2: .txt titles from the first line; .pdf and .docx read.
-READERS_VERSION = 2
+PARSERS_VERSION = 2
 
 
 class DocumentType(Protocol):
@@ -61,11 +61,11 @@ class BuiltinType:
 
     name: str
     suffixes: frozenset[str]
-    reader: Callable[[Path, str, list[tuple[str, str]], OnPage | None], list[Document]]
-    version: int = READERS_VERSION
+    parse: Callable[[Path, str, list[tuple[str, str]], OnPage | None], list[Document]]
+    version: int = PARSERS_VERSION
 
     def read(self, path: Path, rel: str) -> list[Document]:
-        return self.reader(path, rel, [], None)
+        return self.parse(path, rel, [], None)
 
 
 def html_main_text(html: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import files
 from .bm25 import BM25Params, TermMatrix, count_terms
 from ..documents.passages import Passage
-from ..documents.types import READERS_VERSION, find, supported_text
+from ..documents.types import PARSERS_VERSION, find, supported_text
 from ..documents.folder import list_files, read_file, shown_name, split_documents
 
 if TYPE_CHECKING:  # numpy is imported where it is used (a CLI that only parses flags never loads it)
@@ -58,7 +58,7 @@ def _fingerprint(passage_words: int, tok: TokenizerSettings, params: BM25Params)
     """The settings an index was built with: an index with other settings is rebuilt."""
     return {
         "format_version": FORMAT_VERSION,
-        "readers": READERS_VERSION,
+        "parsers": PARSERS_VERSION,
         "passage_words": passage_words,
         "tokenizer": asdict(tok),
         "bm25": asdict(params),
@@ -105,7 +105,7 @@ def _reusable(index_dir: Path, passage_words: int, tokenizer: TokenizerSettings)
         usable = (
             manifest.get("passage_words") == passage_words
             and manifest.get("tokenizer") == asdict(tokenizer)
-            and manifest.get("readers") == READERS_VERSION
+            and manifest.get("parsers", manifest.get("readers")) == PARSERS_VERSION  # "readers" before 0.2.0
             and len(set(terms.vocab)) == len(terms.vocab)
             and all(
                 isinstance(r := s.get("passages"), list) and len(r) == 2 and 0 <= r[0] <= r[1] <= n

@@ -3,7 +3,7 @@
 ``Pipeline.run`` does, for one question:
 retrieve -> evaluate -> decide -> (refine internal | search external | both) -> read -> generate.
 Each stage is a small object given to the constructor (a retriever, an
-evaluator, a web corrector, a generator, a reading policy), so each can be
+evaluator, a web corrector, a reader, a reading policy), so each can be
 replaced or faked. What the question produced is a :class:`crag_cli.pipeline.result.Result`;
 the generation step is :mod:`crag_cli.pipeline.generation`.
 """
@@ -18,7 +18,7 @@ from ..action.trigger import Action, Thresholds, decide, supported
 from ..evaluator import Evaluator, Scorer
 from ..evaluator.fused import FusedFit
 from .generation import GenerationStep, not_found
-from ..reader import Generator
+from ..reader import Reader
 from ..index import Hit, Retriever
 from .modes import Mode
 from ..action.knowledge import ActionReading, Reading, ReadingPolicy
@@ -41,7 +41,7 @@ from ..web import ExternalKnowledge, WebCorrector
 
 
 class Pipeline:
-    """CRAG over a retriever, an evaluator, a web corrector and a generator.
+    """CRAG over a retriever, an evaluator, a web corrector and a reader.
 
     Parameters
     ----------
@@ -51,7 +51,7 @@ class Pipeline:
         Scores question-passage pairs and knows its domain (:mod:`crag_cli.evaluator`).
     thresholds : Thresholds
         Upper, lower and filter thresholds (settings ``upper``, ``lower``, ``filter_threshold``, ``preset``).
-    generator : Generator, optional
+    reader : Reader, optional
         ``None`` for evaluation-only use (``crag evaluate``).
     web : WebCorrector, optional
         External knowledge for Incorrect / Ambiguous (setting ``web``); ``None`` means no web.
@@ -70,7 +70,7 @@ class Pipeline:
         retriever: Retriever,
         evaluator: Evaluator,
         thresholds: Thresholds,
-        generator: Generator | None = None,
+        reader: Reader | None = None,
         web: WebCorrector | None = None,
         *,
         settings: Settings | None = None,
@@ -79,7 +79,7 @@ class Pipeline:
         self.retriever = retriever
         self.evaluator = evaluator
         self.thresholds = thresholds
-        self.generator = generator
+        self.reader = reader
         self.web = web
         self.settings = settings.model_copy() if settings is not None else Settings()
         self._reading = reading
@@ -305,15 +305,15 @@ class Pipeline:
         return ActionReading.of(self.settings, self.thresholds.upper)
 
     def reader_strips(self, result: Result) -> list[Strip]:
-        """The strips the generator reads for this result, in reading order (before the prompt's token fit): the reading
+        """The strips the reader reads for this result, in reading order (before the prompt's token fit): the reading
         policy's choice (:attr:`reading`) of the action's knowledge.
         """
         return self.reading.read(evidence(result)).strips
 
     def _keep_first(self, result: Result) -> Reading:
-        """Keep the strips the generator reads (:meth:`reader_strips`) and drop the rest from the result.
+        """Keep the strips the reader reads (:meth:`reader_strips`) and drop the rest from the result.
 
-        The result keeps only those, so its record shows what the generator read. Returns the policy's reading: the
+        The result keeps only those, so its record shows what the reader read. Returns the policy's reading: the
         strips in reading order, the order the prompt shows (fused ranks depend on the set ranked, so the kept strips
         are not ranked again).
         """
@@ -399,7 +399,7 @@ class Pipeline:
         result = Result(
             question=question, id=id, task=task, mode=mode.value, answers=list(answers) if answers else None
         )
-        result.model = self.generator.model if self.generator is not None else None
+        result.model = self.reader.model if self.reader is not None else None
         result.evaluator = self.evaluator.name if mode.judges else None
         start = time.perf_counter()
         items: list[KnowledgeItem] = []
@@ -416,14 +416,14 @@ class Pipeline:
             items = self._unchecked(result)
         result.prompt_task = prompt_task(task, result.in_domain, has_reference=bool(items))
         result.knowledge_used = items
-        if self.generator is not None and not items and mode.retrieves and not self.settings.model_knowledge:
+        if self.reader is not None and not items and mode.retrieves and not self.settings.model_knowledge:
             result.not_found = not_found(result, web=self.web is not None)
         if on_knowledge is not None:
             on_knowledge(result)
-        if self.generator is not None and result.not_found is None:
+        if self.reader is not None and result.not_found is None:
             unaided = self._unaided(result)
             step = GenerationStep(
-                self.generator,
+                self.reader,
                 self.settings.max_tokens,
                 result,
                 judge=unaided and self.settings.reader_judge,

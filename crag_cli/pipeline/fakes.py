@@ -2,12 +2,12 @@
 
 Each satisfies the stage's Protocol (:class:`~crag_cli.index.Retriever`,
 :class:`~crag_cli.evaluator.Evaluator`, :class:`~crag_cli.web.WebCorrector`,
-:class:`~crag_cli.reader.Generator`) without a model or a network:
+:class:`~crag_cli.reader.Reader`) without a model or a network:
 
 >>> from crag_cli.action.trigger import Thresholds
 >>> from crag_cli.pipeline.corrective import Pipeline
 >>> pipe = Pipeline(FakeRetriever(["Paris is the capital of France."]), FakeEvaluator({"Paris": 0.9}),
-...                 Thresholds(0.5, 0.0, -1.0), FakeGenerator("Paris"))
+...                 Thresholds(0.5, 0.0, -1.0), FakeReader("Paris"))
 >>> pipe.run("What is the capital of France?").answer
 'Paris'
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..documents.passages import Passage
-from ..reader import Generation, Generator
+from ..reader import Generation, Reader
 from ..index import Hit
 from ..reader.prompts import JUDGE, TASKS
 from ..action.refine import Strip, Unread
@@ -91,7 +91,7 @@ class FakeWeb:
     texts: Sequence[str] = ()
     score: float = 0.0
     queries: list[str] = field(default_factory=list)
-    generator: Generator | None = None  # no query rewriter
+    reader: Reader | None = None  # no query rewriter
 
     def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge:
         self.queries.append(question)
@@ -103,7 +103,7 @@ class FakeWeb:
         return ExternalKnowledge(backend="fake", query=question, pages=pages, strips=strips)
 
 
-class FakeGenerator:
+class FakeReader:
     """Replies ``reply``, streamed word by word; remembers the messages it was given.
 
     ``reply`` may be a sequence: each call replies the next one (the last one from then on). A task's check
@@ -135,9 +135,9 @@ class FakeGenerator:
     def load(self) -> None:
         pass
 
-    def fork(self, n_ctx: int | None = None) -> "FakeGenerator":
-        """A generator with the same replies and its own record of messages."""
-        return FakeGenerator(self.replies, n_ctx or self.n_ctx, self.check, self.judge, self.engine_cache)
+    def fork(self, n_ctx: int | None = None) -> "FakeReader":
+        """A reader with the same replies and its own record of messages."""
+        return FakeReader(self.replies, n_ctx or self.n_ctx, self.check, self.judge, self.engine_cache)
 
     def count_tokens(self, messages: list[dict]) -> int:
         return sum(len(m["content"].split()) for m in messages)

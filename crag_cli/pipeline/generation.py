@@ -1,4 +1,4 @@
-"""CRAG's last stage, generation: the generator answers the question over the knowledge read, into a ``Result``.
+"""CRAG's last stage, generation: the reader answers the question over the knowledge read, into a ``Result``.
 
 :class:`GenerationStep` asks once (a ``docqa`` answer that only restates the
 question is asked once more; a ``docqa`` answer is its first sentence, the knowledge's own when reworded);
@@ -9,7 +9,7 @@ whether what it read states its answer, said no (:attr:`crag_cli.reader.prompts.
 from __future__ import annotations
 
 from ..documents.passages import split_sentences
-from ..reader import Generation, Generator
+from ..reader import Generation, Reader
 from ..action.match import is_grounded, quote, restates
 from .modes import Mode
 from ..reader.prompts import JUDGE, TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge, says_yes
@@ -45,7 +45,7 @@ def not_stated(result: Result, withheld: bool = False) -> str:
 
 
 class GenerationStep:
-    """The generation of one question's answer: ``generator`` asked with ``max_tokens`` (default per task),
+    """The generation of one question's answer: ``reader`` asked with ``max_tokens`` (default per task),
     what it gives written into ``result`` (answer, knowledge kept, prompt tokens, timing, error).
 
     ``judge``: a declined answer has the reader judge the first item of the knowledge alone (:meth:`judge_first`);
@@ -53,18 +53,18 @@ class GenerationStep:
     """
 
     def __init__(
-        self, generator: Generator, max_tokens: int | None, result: Result, judge: bool = False, withhold: bool = False
+        self, reader: Reader, max_tokens: int | None, result: Result, judge: bool = False, withhold: bool = False
     ) -> None:
-        self.generator, self.max_tokens, self.result = generator, max_tokens, result
+        self.reader, self.max_tokens, self.result = reader, max_tokens, result
         self.judge, self.withhold = judge, withhold
 
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
         :class:`crag_cli.reader.Generation` (its prompt tokens)."""
         max_tokens = self.max_tokens or TASKS[task].max_tokens
-        budget = self.generator.n_ctx - max_tokens
-        messages, kept, _ = fit_knowledge(question, items, task, self.generator.count_tokens, budget)
-        gen = self.generator.generate(messages, max_tokens, on_token)
+        budget = self.reader.n_ctx - max_tokens
+        messages, kept, _ = fit_knowledge(question, items, task, self.reader.count_tokens, budget)
+        gen = self.reader.generate(messages, max_tokens, on_token)
         return clean_answer(gen.text, task), kept, gen
 
     def _read_anew(self, reply: Generation, shared: tuple[list[KnowledgeItem], str] | None = None) -> int:
@@ -78,7 +78,7 @@ class GenerationStep:
         cached = reply.cached_tokens
         if cached is None:
             start = build_messages(self.result.question, *shared, instruction="") if shared is not None else None
-            cached = self.generator.count_tokens(start) if start is not None else 0
+            cached = self.reader.count_tokens(start) if start is not None else 0
         return max(reply.prompt_tokens - cached, 0)
 
     def _ask_again(self, items: list[KnowledgeItem], task: str) -> tuple[str, list[KnowledgeItem], int] | None:
@@ -104,7 +104,7 @@ class GenerationStep:
         question = result.question
         messages = build_messages(question, kept, task, instruction=t.check)
         try:
-            reply = self.generator.generate(messages, 4)
+            reply = self.reader.generate(messages, 4)
         except Exception:  # the answer stands; a model that fails again fails the next question
             return False
         result.prompt_tokens = (result.prompt_tokens or 0) + self._read_anew(reply, (kept, task))
@@ -151,7 +151,7 @@ class GenerationStep:
         before, item = result.prompt_tokens or 0, items[0]
         with Timer(result.timings, "judge"):
             try:
-                reply = self.generator.generate(build_messages(result.question, [item], task, JUDGE), 4)
+                reply = self.reader.generate(build_messages(result.question, [item], task, JUDGE), 4)
             except Exception as exc:  # a model failure is this question's error, not the batch's
                 result.error, result.not_found = f"generation failed: {type(exc).__name__}: {exc}", None
                 return None

@@ -20,8 +20,8 @@ class Mode(StrEnum):
     """How a question is answered.
 
     ``crag`` is the paper's method; ``rag`` gives the top-k passages to the
-    generator unchecked; ``rag+web`` adds the web's knowledge to them always;
-    ``no-retrieval`` asks the generator alone.
+    reader unchecked; ``rag+web`` adds the web's knowledge to them always;
+    ``no-retrieval`` asks the reader alone.
     """
 
     CRAG = "crag"
@@ -60,7 +60,7 @@ class Mode(StrEnum):
 
     @property
     def unchecked(self) -> bool:
-        """Whether the generator reads the retrieved passages unchecked (the baselines that retrieve)."""
+        """Whether the reader reads the retrieved passages unchecked (the baselines that retrieve)."""
         return self in (Mode.RAG, Mode.RAG_WEB)
 
     def uses_evaluator(self, task: str) -> bool:
@@ -92,8 +92,8 @@ class Mode(StrEnum):
 _GROUPS = {
     Mode.CRAG: GROUPS,
     Mode.RAG_WEB: GROUPS,
-    Mode.RAG: ("index", "retrieval", "generator"),
-    Mode.NO_RETRIEVAL: ("index", "generator"),
+    Mode.RAG: ("index", "retrieval", "reader"),
+    Mode.NO_RETRIEVAL: ("index", "reader"),
 }
 
 MODES = tuple(m.value for m in Mode)  # the names, in the order the command line's help lists them

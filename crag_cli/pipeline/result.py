@@ -30,7 +30,7 @@ class Result:
     id: str | None = None
     prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
     mode: str = Mode.CRAG.value  # a Mode's name, as the record gives it
-    model: str | None = None  # the generator that answered
+    model: str | None = None  # the reader that answered
     evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
     action: Action | None = None
     hits: list[Hit] = field(default_factory=list)

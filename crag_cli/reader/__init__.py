@@ -8,18 +8,18 @@ their PyPI packages carry into the user cache directory and sha256-checked
 before the first load in every process; SmolLM2-135M-Instruct, located inside
 its package, which is never imported) or a path to any GGUF file.
 
-Modules: ``base`` (the :class:`Generator` Protocol, :class:`Generation`,
+Modules: ``base`` (the :class:`Reader` Protocol, :class:`Generation`,
 :class:`ModelError`), ``embedded`` (the embedded models' files: found,
-assembled, verified; :func:`resolve_model`), ``served`` (:class:`ServedGenerator`:
+assembled, verified; :func:`resolve_model`), ``served`` (:class:`ServedReader`:
 a model behind an HTTP server), ``connection`` (:class:`Connection`: the HTTP
 connection to that server), ``wire`` (what crag reads of a server, bounded,
-and the secrets it keeps out of what it shows), ``engine`` (:class:`EngineGenerator`: crag's
+and the secrets it keeps out of what it shows), ``engine`` (:class:`EngineReader`: crag's
 in-process llama.cpp server), ``template`` (the chat template's text cut into
 trusted and untrusted pieces), ``backends`` (which reader runs a ``--model`` value:
 :func:`backend`; :func:`~crag_cli.reader.backends.reader_backends`: the plugins' and :data:`BACKENDS`).
 """
 
-from .base import Generation, Generator, ModelError, ReaderOptions
+from .base import Generation, Reader, ModelError, ReaderOptions
 from .embedded import (
     LEGACY_PART_AGE,
     assemble,
@@ -37,23 +37,23 @@ from .embedded import (
     verify,
 )
 from .backends import BACKENDS, EngineBackend, ReaderBackend, ServedBackend, backend
-from .engine import EngineGenerator
-from .served import Connection, ServedGenerator, defuse
+from .engine import EngineReader
+from .served import Connection, ServedReader, defuse
 from .template import PLAIN_TEMPLATE, split_rendered
 
 __all__ = [
     "BACKENDS",
     "Connection",
     "EngineBackend",
-    "EngineGenerator",
+    "EngineReader",
     "ReaderOptions",
     "ServedBackend",
-    "ServedGenerator",
+    "ServedReader",
     "defuse",
     "ReaderBackend",
     "backend",
     "Generation",
-    "Generator",
+    "Reader",
     "LEGACY_PART_AGE",
     "ModelError",
     "PLAIN_TEMPLATE",

@@ -4,7 +4,7 @@ A backend says which ``--model`` values it takes and why one is unusable, the
 user's file it reads (an input crag never writes, which Ray workers get as an
 absolute path), what identifies its answers (a batch resumes only with the
 same), what to check before anything loads, and it builds the
-:class:`~crag_cli.reader.base.Generator`. Two are shipped: a served model
+:class:`~crag_cli.reader.base.Reader`. Two are shipped: a served model
 (``--reader-url``: any OpenAI-compatible server, :class:`ServedBackend`) and a
 GGUF file read by crag's in-process llama.cpp server (:class:`EngineBackend`),
 which takes every ``--model`` value when no URL is given. Installed packages
@@ -22,10 +22,10 @@ from typing import Protocol
 
 from .. import files, plugins
 from .models import EMBEDDED, embedded, model_file
-from .base import Generator, ModelError, ReaderOptions
+from .base import Reader, ModelError, ReaderOptions
 from .embedded import check_model, resolve_model
-from .engine import EngineGenerator
-from .served import KEY_VARIABLE, Connection, ServedGenerator
+from .engine import EngineReader
+from .served import KEY_VARIABLE, Connection, ServedReader
 
 
 class ReaderBackend(Protocol):
@@ -57,8 +57,8 @@ class ReaderBackend(Protocol):
         """Raise :class:`ModelError` now, before anything loads, when ``model`` cannot load (a missing extra)."""
         ...
 
-    def create(self, model: str, options: ReaderOptions) -> Generator:
-        """The generator, loaded lazily (counting or generating loads it)."""
+    def create(self, model: str, options: ReaderOptions) -> Reader:
+        """The reader, loaded lazily (counting or generating loads it)."""
         ...
 
 
@@ -101,8 +101,8 @@ class EngineBackend:
     def check(self, model: str) -> None:
         check_model(model)
 
-    def create(self, model: str, options: ReaderOptions) -> Generator:
-        return EngineGenerator(model, options)
+    def create(self, model: str, options: ReaderOptions) -> Reader:
+        return EngineReader(model, options)
 
 
 def connection(url: str) -> Connection:
@@ -141,11 +141,11 @@ class ServedBackend:
         return f"{conn.shown} {model} {conn.info().fingerprint}"
 
     def check(self, model: str) -> None:
-        ServedGenerator(connection(self.url), model, 4096, 0.0, 0).load()  # reachable, the key taken, the model there
+        ServedReader(connection(self.url), model, 4096, 0.0, 0).load()  # reachable, the key taken, the model there
 
-    def create(self, model: str, options: ReaderOptions) -> Generator:
+    def create(self, model: str, options: ReaderOptions) -> Reader:
         conn = connection(self.url)
-        return ServedGenerator(
+        return ServedReader(
             conn, model, options.n_ctx, options.temperature, options.seed, answer_timeout=options.reader_timeout
         )
 

@@ -1,4 +1,4 @@
-"""What every generator is: the Protocol, a reply (:class:`Generation`) and the model error."""
+"""What every reader is: the Protocol, a reply (:class:`Generation`) and the model error."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Generation:
 
 @dataclass(frozen=True)
 class ReaderOptions:
-    """The reader's settings besides ``model`` (the generator settings that do not shape the prompt)."""
+    """The reader's settings besides ``model`` (the reader settings that do not shape the prompt)."""
 
     n_ctx: int
     temperature: float
@@ -45,7 +45,7 @@ class ReaderOptions:
         return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 
-class Generator(Protocol):
+class Reader(Protocol):
     """Generates a reply to chat messages, optionally streaming text pieces to ``on_token``.
 
     ``model`` names the model (the record's ``model``); ``n_ctx`` is the context window in tokens.
@@ -58,8 +58,8 @@ class Generator(Protocol):
         """Load the model now; counting or generating loads it otherwise."""
         ...
 
-    def fork(self, n_ctx: int | None = None) -> "Generator":
-        """A second generator on the same model with its own context (``n_ctx``: its window; default this one's)."""
+    def fork(self, n_ctx: int | None = None) -> "Reader":
+        """A second reader on the same model with its own context (``n_ctx``: its window; default this one's)."""
         ...
 
     def count_tokens(self, messages: list[dict]) -> int:

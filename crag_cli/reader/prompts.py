@@ -166,7 +166,7 @@ def neutralise(text: str) -> str:
 def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     """Numbered knowledge lines, ``[1] (Title) text``, for crag and plain RAG alike.
 
-    The evaluator's verdicts are not shown to the generator: out of the
+    The evaluator's verdicts are not shown to the reader: out of the
     evaluator's domain they labelled passages holding the answer "low" (until
     c1f58df the prompt showed them and said the items went from most to least
     relevant; ``benchmarks/HISTORY.md`` has the two-domain figures of the change).

@@ -2,7 +2,7 @@
 OpenAI-compatible server (vLLM, Ollama, TGI...).
 
 :class:`~crag_cli.reader.connection.Connection` speaks to the server (:mod:`.connection`);
-:class:`ServedGenerator` is the :class:`~crag_cli.reader.base.Generator` over it.
+:class:`ServedReader` is the :class:`~crag_cli.reader.base.Reader` over it.
 
 Documents and web pages are data: their chat control tokens (``<|im_start|>``...) must stay plain text. A
 llama.cpp server renders the chat template (``/apply-template``) and tokenizes (``/tokenize``) for crag, which
@@ -25,7 +25,7 @@ from .connection import KEY_VARIABLE, Connection, ServerInfo, root_url
 from .template import marks, split_rendered
 from .wire import answer_bound, as_count, as_object, clip, size
 
-__all__ = ["KEY_VARIABLE", "Connection", "ServedGenerator", "ServerInfo", "defuse", "estimate_tokens", "root_url"]
+__all__ = ["KEY_VARIABLE", "Connection", "ServedReader", "ServerInfo", "defuse", "estimate_tokens", "root_url"]
 
 VOCAB_BPE = 2  # llama.cpp's LLAMA_VOCAB_TYPE_BPE: pieces tokenized apart give the ids of the whole
 BYTES_PER_TOKEN = 1.5  # the bound of an uncounted prompt: tokens <= bytes / this (docs/models.md)
@@ -76,8 +76,8 @@ def estimate_tokens(messages: list[dict]) -> int:
     return math.ceil(size / BYTES_PER_TOKEN) + MESSAGE_TOKENS * len(messages) + MESSAGE_TOKENS
 
 
-class ServedGenerator:
-    """The :class:`~crag_cli.reader.base.Generator` of a model behind a :class:`Connection`.
+class ServedReader:
+    """The :class:`~crag_cli.reader.base.Reader` of a model behind a :class:`Connection`.
 
     Parameters
     ----------
@@ -117,7 +117,7 @@ class ServedGenerator:
         slot = self._connection().info().slot_ctx
         return min(self._n_ctx, slot) if slot else self._n_ctx
 
-    def fork(self, n_ctx: int | None = None) -> "ServedGenerator":
+    def fork(self, n_ctx: int | None = None) -> "ServedReader":
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__, _n_ctx=n_ctx or self._n_ctx, _last=None)
         return twin

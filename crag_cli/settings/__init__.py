@@ -266,35 +266,35 @@ class Settings(BaseModel):
     reader_url: Optional[str] = setting(
         None,
         "An OpenAI-compatible server to read with; --model names its model.",
-        "generator",
+        "reader",
         answers=True,
         everyday=True,
         why="llama.cpp's llama-server, vLLM, Ollama or any server of the OpenAI chat API (docs/models.md); the "
         "API key, if it needs one, only from the environment variable CRAG_READER_API_KEY.",
     )
     reader_timeout: float = setting(
-        600.0, "Seconds a --reader-url server has for a whole answer.", "generator", answers=False, gt=0, le=86400
+        600.0, "Seconds a --reader-url server has for a whole answer.", "reader", answers=False, gt=0, le=86400
     )
     model: str = setting(
-        DEFAULT_MODEL, "Generator: an embedded model (docs/models.md) or a .gguf path.", "generator", answers=True,
+        DEFAULT_MODEL, "Reader: an embedded model (docs/models.md) or a .gguf path.", "reader", answers=True,
         everyday=True, why="The embedded models: " + ", ".join(EMBEDDED) + " (docs/models.md).",
     )  # fmt: skip
     task: Literal[TASK_CHOICES] = setting(  # type: ignore[valid-type]
         "auto",
         "Prompt; auto: docqa out of the evaluator's domain, else popqa.",
-        "generator",
+        "reader",
         answers=True,
         everyday=True,
         why="docqa: the reference's sentence unless a name or the like is asked for; auto: docqa for a question "
         "out of the evaluator's domain, such as one about your own documents, else popqa's short phrase.",
     )
     max_tokens: Optional[int] = setting(
-        None, "Tokens to generate; default: per task.", "generator", answers=True, ge=1, le=8192
+        None, "Tokens to generate; default: per task.", "reader", answers=True, ge=1, le=8192
     )
     reader_judge: bool = setting(
         True,
         "No web, off domain: a declined answer is read again from the first passage.",
-        "generator",
+        "reader",
         ("--reader-judge/--no-reader-judge",),
         answers=True,
         why="A question out of the evaluator's domain (such as one about your own documents) that is not Correct "
@@ -306,24 +306,24 @@ class Settings(BaseModel):
     model_knowledge: bool = setting(
         False,
         "Answer from the model's memory when what is read states no answer.",
-        "generator",
+        "reader",
         answers=True,
         why="Nothing is read when no passage is retrieved or kept and the web gives nothing: the answer is then "
         "a not-found line, or with this flag the model's own memory (the record's basis: model). A question out of "
         "the evaluator's domain that is not Correct and gets nothing from the web has an answer that the passages read do "
         "not state (grounded: false) withheld as Not found, or with this flag given (docs/how-it-works.md).",
     )
-    n_ctx: int = setting(4096, "Model context window in tokens.", "generator", answers=True, ge=256, le=131072)
-    temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "generator", answers=True, ge=0, le=5)
-    seed: int = setting(0, "Sampling seed.", "generator", answers=True, ge=0, le=2**32 - 1)
+    n_ctx: int = setting(4096, "Model context window in tokens.", "reader", answers=True, ge=256, le=131072)
+    temperature: float = setting(0.0, "Sampling temperature; 0 = greedy.", "reader", answers=True, ge=0, le=5)
+    seed: int = setting(0, "Sampling seed.", "reader", answers=True, ge=0, le=2**32 - 1)
     threads: Optional[int] = setting(
-        None, "CPU threads for generation; default: all cores.", "generator", answers=False, ge=1, le=1024
+        None, "CPU threads for generation; default: all cores.", "reader", answers=False, ge=1, le=1024
     )
     parallel: int = setting(
-        1, "Questions answered at once (batch), over one reader.", "generator", answers=False, ge=1, le=64
+        1, "Questions answered at once (batch), over one reader.", "reader", answers=False, ge=1, le=64
     )
     gpu_layers: int = setting(
-        -1, "Model layers on a GPU (a GPU build); -1: all, 0: none.", "generator", answers=False, ge=-1, le=10000
+        -1, "Model layers on a GPU (a GPU build); -1: all, 0: none.", "reader", answers=False, ge=-1, le=10000
     )
     web: Literal[WEB_BACKENDS] = setting(  # type: ignore[valid-type]
         "none", "Web search: " + ", ".join(WEB_BACKENDS) + ".", "web", answers=True, everyday=True
@@ -336,12 +336,12 @@ class Settings(BaseModel):
         "How the question becomes the web search query.",
         "web",
         answers=True,
-        why="words: its content words, no model: instant; model: the generator's few-shot keyword query, at most "
+        why="words: its content words, no model: instant; model: the reader's few-shot keyword query, at most "
         "--rewrite-tokens tokens (content words when its output is not one); none: the question itself.",
     )
     rewrite_tokens: int = setting(
         24,
-        "Most tokens of the generator's keyword query with --rewrite model.",
+        "Most tokens of the reader's keyword query with --rewrite model.",
         "web",
         answers=True,
         why="Bounds the rewrite's time.",

@@ -6,7 +6,7 @@
   question's top-k passages is positive when a gold alias occurs in it as whole
   words, negative otherwise (the paper's PopQA labels);
 * :func:`read_labelled_pairs`: ready ``question``, ``passage``, ``label`` lines;
-* :func:`synthetic_pairs`: no labels at all; the local generator writes a
+* :func:`synthetic_pairs`: no labels at all; the local reader writes a
   question and its short answer for sampled passages of the user's own index
   (pairs whose answer is not in the passage are dropped); that passage is the
   positive, the retrieved passages that do not hold the answer are negatives.

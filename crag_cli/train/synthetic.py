@@ -1,4 +1,4 @@
-"""Synthetic training pairs: the local generator writes a question and its short answer for sampled passages of the index."""
+"""Synthetic training pairs: the local reader writes a question and its short answer for sampled passages of the index."""
 
 from __future__ import annotations
 
@@ -43,16 +43,16 @@ def parse_synthetic(reply: str) -> tuple[str, str] | None:
 
 def synthetic_pairs(
     index,
-    generator,
+    reader,
     n: int,
     top_k: int,
     seed: int,
     tokens: int = 64,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[LabelledPair], dict]:
-    """Questions written by the generator for ``n`` sampled passages of ``index``, labelled by retrieval.
+    """Questions written by the reader for ``n`` sampled passages of ``index``, labelled by retrieval.
 
-    For each sampled passage the generator writes a question and a short answer.
+    For each sampled passage the reader writes a question and a short answer.
     The pair is dropped when the answer does not occur in the passage (whole
     words) or occurs in the question itself, and when the question does not
     retrieve its own passage among its top-k (a question too vague to find its
@@ -61,7 +61,7 @@ def synthetic_pairs(
     passage is the positive; the question's retrieved top-k passages that do
     not hold the answer are the negatives (a retrieved passage that holds it,
     other than the source, is left out: it may well answer the question too).
-    The generator writes at most ``tokens`` tokens for a question and its answer.
+    The reader writes at most ``tokens`` tokens for a question and its answer.
 
     Returns
     -------
@@ -82,7 +82,7 @@ def synthetic_pairs(
     }
     out: list[LabelledPair] = []
     for done, passage in enumerate(chosen, 1):
-        reply = generator.generate(
+        reply = reader.generate(
             [{"role": "user", "content": SYNTHETIC_PROMPT.format(passage=passage.text)}], tokens
         ).text
         parsed = parse_synthetic(reply)

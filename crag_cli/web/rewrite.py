@@ -1,10 +1,10 @@
-"""Rewriting a question into a web search query: its content words, or the generator's few-shot keyword query."""
+"""Rewriting a question into a web search query: its content words, or the reader's few-shot keyword query."""
 
 from __future__ import annotations
 
 import re
 
-from ..reader import Generator
+from ..reader import Reader
 
 REWRITES = ("words", "model", "none")  # how the question becomes the query: keyword_query, rewrite_query, itself
 
@@ -29,7 +29,7 @@ REWRITE_EXAMPLES = (
 
 
 def rewrite_messages(question: str) -> list[dict]:
-    """The few-shot chat that asks the generator for a keyword query; the question is the last turn."""
+    """The few-shot chat that asks the reader for a keyword query; the question is the last turn."""
     messages = [{"role": "system", "content": REWRITE_INSTRUCTION}]
     for q, a in REWRITE_EXAMPLES:
         messages += [{"role": "user", "content": f"question: {q}"}, {"role": "assistant", "content": a}]
@@ -59,7 +59,7 @@ def keyword_query(question: str) -> str:
 
 
 def accept_query(raw: str, question: str) -> str | None:
-    """A cleaned keyword query from the generator's output, or ``None`` when it is not one.
+    """A cleaned keyword query from the reader's output, or ``None`` when it is not one.
 
     Accepted: one line, at most three comma-separated parts of at most six words
     each, twelve words in all, no sentence-ending punctuation, and at least one
@@ -79,12 +79,12 @@ def accept_query(raw: str, question: str) -> str | None:
     return ", ".join(parts)
 
 
-def rewrite_query(question: str, generator: Generator | None, max_tokens: int) -> tuple[str, bool, str | None]:
-    """``(query, rewritten, note)``: the generator's keyword query, or the content-word fallback."""
-    if generator is None:
-        return keyword_query(question), False, "no generator: content words used"
+def rewrite_query(question: str, reader: Reader | None, max_tokens: int) -> tuple[str, bool, str | None]:
+    """``(query, rewritten, note)``: the reader's keyword query, or the content-word fallback."""
+    if reader is None:
+        return keyword_query(question), False, "no reader: content words used"
     try:
-        raw = generator.generate(rewrite_messages(question), max_tokens=max_tokens).text
+        raw = reader.generate(rewrite_messages(question), max_tokens=max_tokens).text
     except Exception as exc:  # the fallback is always available
         return keyword_query(question), False, f"rewrite failed ({exc}); content words used"
     query = accept_query(raw, question)

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from ..evaluator import Evaluator
-from ..reader import Generator
+from ..reader import Reader
 from ..action.refine import KnowledgeSource, Unread, refine
 from .backends import SearchError, wikipedia_first
 from .cache import DiskCache
@@ -38,13 +38,13 @@ class WebSearch:
     backend : SearchBackend
     evaluator : Evaluator
         Scores the web strips (the same refinement as internal knowledge).
-    generator : Generator, optional
+    reader : Reader, optional
         Writes the keyword query with ``rewrite="model"`` (``None``: content words instead).
     fetcher : Fetcher
     settings : WebOptions
         The web settings it reads (``web_results``, ``rewrite``, ``rewrite_tokens``, ``wiki_first``,
         ``strips_scored``) and the refine ones (``strip_mode``, ``strips``, ``ranking``); ``rewrite`` is the
-        search query: the question's content words (no model), the generator's keyword query, or the
+        search query: the question's content words (no model), the reader's keyword query, or the
         question itself.
     filter_threshold : float
         Strips scoring below it are dropped (the thresholds in force).
@@ -56,7 +56,7 @@ class WebSearch:
         self,
         backend,
         evaluator: Evaluator,
-        generator: Generator | None,
+        reader: Reader | None,
         fetcher: Fetcher,
         settings: WebOptions,
         filter_threshold: float,
@@ -64,7 +64,7 @@ class WebSearch:
     ) -> None:
         self.backend = backend
         self.evaluator = evaluator
-        self.generator = generator
+        self.reader = reader
         self.fetcher = fetcher
         self.settings = settings
         self.filter_threshold = filter_threshold
@@ -115,7 +115,7 @@ class WebSearch:
         start = time.perf_counter()
         notes: list[str] = []
         if self.settings.rewrite == "model":
-            query, ext.rewritten, note = rewrite_query(question, self.generator, self.settings.rewrite_tokens)
+            query, ext.rewritten, note = rewrite_query(question, self.reader, self.settings.rewrite_tokens)
             if note:
                 notes.append(note)
         elif self.settings.rewrite == "words":

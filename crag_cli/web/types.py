@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..reader import Generator
+from ..reader import Reader
 from ..action.refine import Strip, Unread
 
 
@@ -61,12 +61,12 @@ class SearchBackend(Protocol):
 
 
 class WebCorrector(Protocol):
-    """The whole external-knowledge stage; ``generator`` writes its keyword query (``None``: no model).
+    """The whole external-knowledge stage; ``reader`` writes its keyword query (``None``: no model).
 
     ``unread``, given the texts of the strips about to be scored, says whether none of them can be read: then
     none is scored and none kept (:func:`crag_cli.action.refine.refine`).
     """
 
-    generator: Generator | None
+    reader: Reader | None
 
     def run(self, question: str, timings: dict[str, float], unread: Unread | None = None) -> ExternalKnowledge: ...

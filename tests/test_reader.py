@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from crag_cli.reader import EngineGenerator, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
+from crag_cli.reader import EngineReader, ModelError, assemble, model_parts, resolve_model, smollm_path, verify
 from crag_cli.reader.models import EMBEDDED, QWEN_05B
 from crag_cli.reader.prompts import KnowledgeItem, build_messages, clean_answer, fit_knowledge
 
@@ -15,14 +15,14 @@ def reader_options(**settings):
 
 
 def test_tiny_model_streams_deterministically(tiny_gguf):
-    gen = EngineGenerator(str(tiny_gguf), reader_options(n_ctx=512))
+    gen = EngineReader(str(tiny_gguf), reader_options(n_ctx=512))
     messages = build_messages("What is the capital of France?", [KnowledgeItem("Paris is the capital.", "d1")], "popqa")
     pieces = []
     out = gen.generate(messages, max_tokens=12, on_token=pieces.append)
     assert out.text == "".join(pieces)
     assert out.prompt_tokens == gen.count_tokens(messages) > 20
     assert 1 <= out.completion_tokens <= 12
-    assert EngineGenerator(str(tiny_gguf), reader_options(n_ctx=512)).generate(messages, max_tokens=12).text == out.text
+    assert EngineReader(str(tiny_gguf), reader_options(n_ctx=512)).generate(messages, max_tokens=12).text == out.text
 
 
 def test_prompt_marks_knowledge_as_reference_not_instructions():
@@ -49,7 +49,7 @@ def test_a_title_is_read_once_for_consecutive_items_of_one_document():
 
 
 def test_fit_knowledge_trims_to_the_budget(tiny_gguf):
-    gen = EngineGenerator(str(tiny_gguf), reader_options(n_ctx=512))
+    gen = EngineReader(str(tiny_gguf), reader_options(n_ctx=512))
     items = [KnowledgeItem(("fact %d " % i) * 40, f"p{i}") for i in range(20)]
     messages, kept, n = fit_knowledge("Q?", items, "popqa", gen.count_tokens, budget=600)
     assert n <= 600 and 0 < len(kept) < len(items)
@@ -77,22 +77,22 @@ def test_a_task_is_one_declaration_holding_what_the_six_tables_held():
         build_messages("Q?", [], task="sentences")
 
 
-def test_every_generator_has_what_the_protocol_names():
-    """The pipeline and the batch call load(), fork(), model... on any generator, never probing for them."""
-    from crag_cli.pipeline.fakes import FakeGenerator
-    from crag_cli.reader import Generator
+def test_every_reader_has_what_the_protocol_names():
+    """The pipeline and the batch call load(), fork(), model... on any reader, never probing for them."""
+    from crag_cli.pipeline.fakes import FakeReader
+    from crag_cli.reader import Reader
 
-    names = [n for n in vars(Generator) if not n.startswith("_")] + list(Generator.__annotations__)
+    names = [n for n in vars(Reader) if not n.startswith("_")] + list(Reader.__annotations__)
     assert {"load", "fork", "count_tokens", "generate", "model", "n_ctx"} <= set(names)
     for gen in (
-        EngineGenerator("smollm2-135m", reader_options(n_ctx=2048)),
-        FakeGenerator("Paris", n_ctx=2048),
+        EngineReader("smollm2-135m", reader_options(n_ctx=2048)),
+        FakeReader("Paris", n_ctx=2048),
     ):  # no model loads
         assert all(hasattr(gen, n) for n in names), type(gen).__name__
         fork = gen.fork(n_ctx=1024)
         assert type(fork) is type(gen) and fork.model == gen.model and (fork.n_ctx, gen.n_ctx) == (1024, 2048)
         assert gen.fork().n_ctx == 2048
-    fork = FakeGenerator("Paris").fork()
+    fork = FakeReader("Paris").fork()
     fork.load()
     assert fork.generate([{"role": "user", "content": "Q?"}], 8).text == "Paris"
 
@@ -137,7 +137,7 @@ def test_embedded_models_are_named_for_what_they_are_and_old_names_still_work():
     assert Settings(model="qwen2.5-1.5b").model == "qwen2.5-coder-1.5b"
     assert canonical_name("qwen2.5-1.5b") == "qwen2.5-coder-1.5b" and embedded("qwen2.5-7b") is None
     assert (
-        EngineGenerator("qwen2.5-0.5b", reader_options()).model == "qwen2.5-coder-0.5b"
+        EngineReader("qwen2.5-0.5b", reader_options()).model == "qwen2.5-coder-0.5b"
     )  # records name the model one way
 
 
