@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from .settings.layers import _problem
+from .settings.layers import problem
 from .pipeline.modes import Mode
 from .settings import Settings, SettingsError
 
@@ -139,7 +139,7 @@ def open(index: str | None = None, mode: Mode | str = Mode.CRAG, **settings: Any
         checked = Settings(**settings)
     except ValidationError as exc:
         loc = exc.errors(include_url=False)[0]["loc"]
-        raise SettingsError(f"{loc[0] if loc else 'settings'}: {_problem(exc)}") from None
+        raise SettingsError(f"{loc[0] if loc else 'settings'}: {problem(exc)}") from None
     return Crag(checked, mode)
 
 

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from .action.trigger import Thresholds, resolve_thresholds
 from .evaluator import Evaluator, build_evaluator
-from .reader import Reader, ReaderOptions, backend
+from .reader import Reader, ReaderOptions
 from .index import BM25Index, NoIndex, Retrieval
 from .pipeline.corrective import Pipeline
 from .action.knowledge import ReadingPolicy
@@ -18,6 +18,7 @@ T = TypeVar("T")
 
 
 def thresholds(settings: Settings) -> Thresholds:
+    """The thresholds in force: the evaluator's own, a preset's, and the settings' (checked together here)."""
     return resolve_thresholds(
         settings.evaluator, settings.preset, settings.upper, settings.lower, settings.filter_threshold
     )
@@ -34,11 +35,12 @@ def _evaluator(settings: Settings) -> Evaluator:
     return build_evaluator(own.pop("evaluator"), **own)
 
 
-def evaluator(settings: Settings) -> Evaluator:
-    """The evaluator of ``settings``, its topic guard following the thresholds in force."""
+def evaluator(settings: Settings, th: Thresholds | None = None) -> Evaluator:
+    """The evaluator of ``settings``, its topic guard following the thresholds in force (``th``, resolved once by
+    the caller that has them)."""
     ev = _evaluator(settings)
     if hasattr(ev, "use_thresholds"):  # a trained evaluator's topic guard follows the thresholds in force
-        th = thresholds(settings)
+        th = th or thresholds(settings)
         ev.use_thresholds(th.upper, th.lower)
     return ev
 
@@ -55,7 +57,7 @@ def reader(settings: Settings) -> Reader:
     """The reader of ``settings.model``, built by its backend (:mod:`crag_cli.reader.backends`)."""
     options = {k: v for k, v in stage_settings(settings, "reader").items() if k not in PROMPT_SETTINGS}
     model = options.pop("model")
-    return backend(model, settings.reader_url).create(model, ReaderOptions(**options))
+    return settings.reader_backend.create(model, ReaderOptions(**options))
 
 
 def web_corrector(settings: Settings, evaluator: Evaluator, reader: Reader | None, th: Thresholds):
@@ -64,7 +66,7 @@ def web_corrector(settings: Settings, evaluator: Evaluator, reader: Reader | Non
         return None
     from .errors import CragError
     from .reader import cache_dir
-    from .web.backends import DdgsBackend, SearxngBackend
+    from .web.search import DdgsBackend, SearxngBackend
     from .web.cache import DiskCache
     from .web.fetch import Fetcher
     from .web.stage import WebOptions, WebSearch
@@ -110,11 +112,9 @@ def pipeline(
     """
     with_web = with_reader if with_web is None else with_web
     if with_reader:
-        backend(settings.model, settings.reader_url).check(
-            settings.model
-        )  # a missing extra is one line before the index or any model loads
+        settings.reader_backend.check(settings.model)  # a missing extra is one line before the index or any model loads
     th = thresholds(settings)
-    ev = evaluator(settings)
+    ev = evaluator(settings, th)
     gen = reader(settings) if with_reader else None
     return Pipeline(
         retriever=retriever(settings, index) if retrieve else NoIndex(),

@@ -8,7 +8,7 @@ import pytest
 import popqa  # the benchmarks folder is on the path (conftest)
 from webstandin import start_in_thread
 
-from crag_cli.web.backends import SearxngBackend  # noqa: E402
+from crag_cli.web.search import SearxngBackend  # noqa: E402
 from crag_cli.web.fetch import Fetcher, page_text  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from crag_cli.assemble import part
 from crag_cli.cli import app
 from crag_cli.evaluator import MiniLMEvaluator
 from crag_cli.reader import Generation
-from crag_cli.web.backends import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
+from crag_cli.web.search import DdgsBackend, SearchError, SearxngBackend, wikipedia_first
 from crag_cli.web.cache import DiskCache
 from crag_cli.web.fetch import Fetcher, address_is_public, check_url
 from crag_cli.web.rewrite import accept_query, keyword_query, rewrite_query

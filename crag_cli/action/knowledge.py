@@ -17,8 +17,8 @@ from .refine import Strip, distinct, strongest_first, within_words
 
 # Raised whenever crag's reading rule (:class:`ActionReading`) reads other strips for the same evidence, so that
 # `crag batch --resume` never mixes records of two rules (the batch identity records it for crag's mode).
-# 1: Ambiguous reads the stronger source (56b30c2). 2: the web's strips, leading alone, read as Incorrect's do.
-# 3: Incorrect with no web strips reads the passages as Ambiguous does (72a193f, the web-off change).
+# 1: Ambiguous reads the stronger source. 2: the web's strips, leading alone, read as Incorrect's do.
+# 3: Incorrect with no web strips reads the passages as Ambiguous does (the web-off change; CHANGELOG.md).
 READING_VERSION = 3
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..settings import Settings
-from .common import Note, _quiet, check_question
+from .common import Note, quiet, check_question
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +107,7 @@ class AskRun:
         Receives each note on the finished answer (:func:`answer_notes`).
     """
 
-    def __init__(self, settings: Settings, job: AskJob, note: Note = _quiet) -> None:
+    def __init__(self, settings: Settings, job: AskJob, note: Note = quiet) -> None:
         from .. import assemble
 
         check_question(job.question)

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CragError
-from ..reader import backend
 from ..pipeline.modes import Mode
 from ..settings import Settings
-from .common import Note, _quiet, check_input_file
+from .common import Note, quiet, check_input_file
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +58,7 @@ class BatchRun:
         Receives each note for the user (resuming, a file taken over, the workers used).
     """
 
-    def __init__(self, settings: Settings, job: BatchJob, note: Note = _quiet) -> None:
+    def __init__(self, settings: Settings, job: BatchJob, note: Note = quiet) -> None:
         from ..batch import BatchOutput, ray_missing
 
         self.settings, self.job, self.note = settings, job, note
@@ -77,7 +76,7 @@ class BatchRun:
         self.output = None
         if job.output is not None:
             # everything the run reads is an input: the questions, the model file, the config file
-            model_file = backend(settings.model, settings.reader_url).user_file(settings.model)
+            model_file = settings.reader_backend.user_file(settings.model)
             inputs = [job.input, model_file, job.config or Path("crag.toml")]
             self.output = BatchOutput(
                 job.output, inputs, resume=job.resume, retry_errors=job.retry_errors, overwrite=job.overwrite

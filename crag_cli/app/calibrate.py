@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 from ..errors import CragError
 from ..settings import Settings
-from .common import Note, _quiet, check_input_file, gold_questions
+from .common import Note, quiet, check_input_file, gold_questions
 
 
 class CalibrateRun:
@@ -28,7 +28,7 @@ class CalibrateRun:
         input: Path,
         write: Optional[Path] = None,
         limit: Optional[int] = None,
-        note: Note = _quiet,
+        note: Note = quiet,
     ) -> None:
         from ..files import Lock, check_output_file, refuse_input
         from ..settings.layers import check_config_file

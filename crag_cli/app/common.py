@@ -10,7 +10,7 @@ from ..errors import CragError
 Note = Callable[[str], None]
 
 
-def _quiet(_: str) -> None:
+def quiet(_: str) -> None:
     pass
 
 
@@ -35,7 +35,7 @@ def check_question(question: str) -> None:
         raise CragError("the question is not valid UTF-8 text (check the terminal's or the script's encoding)")
 
 
-def gold_questions(path: Path, limit: int | None, note: Note = _quiet) -> list[tuple[str, list[str]]]:
+def gold_questions(path: Path, limit: int | None, note: Note = quiet) -> list[tuple[str, list[str]]]:
     """(question, gold aliases) of a JSONL file's first ``limit`` usable lines; unusable lines before them are noted
     as skipped."""
     from ..batch.records import read_questions

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..errors import CragError
 from ..settings import Settings
-from .common import Note, _quiet, check_input_file, gold_questions
+from .common import Note, quiet, check_input_file, gold_questions
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _base_folder(base: str) -> tuple[str, Optional[Path]]:
 class TrainRun:
     """One ``crag train-evaluator`` run: made (every check, the outputs locked), then :meth:`run`, then :meth:`close`."""
 
-    def __init__(self, settings: Settings, job: TrainJob, note: Note = _quiet) -> None:
+    def __init__(self, settings: Settings, job: TrainJob, note: Note = quiet) -> None:
         from dataclasses import replace
 
         from ..files import Lock, check_output_file
@@ -73,9 +73,8 @@ class TrainRun:
                 self.locks.append(Lock(job.save_synthetic, "synthetic pairs file").__enter__())
             if job.synthetic is not None:  # the reader is checked before the index or any model loads
                 from .. import assemble
-                from ..reader import backend
 
-                backend(settings.model, settings.reader_url).check(settings.model)
+                settings.reader_backend.check(settings.model)
                 self.reader = assemble.reader(settings)
         except CragError:
             self.close()

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..errors import CragError
-from ..reader import backend
 from ..pipeline.modes import Mode
 from .records import QuestionLine, error_record, to_record
 
@@ -338,7 +337,7 @@ class RayPool:
             "evaluator": absolute_spec(self.settings.evaluator),
         }
         model = self.settings.model
-        model_file = backend(model, self.settings.reader_url).user_file(model)
+        model_file = self.settings.reader_backend.user_file(model)
         if model_file is not None and os.path.abspath(model) == os.path.abspath(model_file):
             update["model"] = os.path.abspath(model_file)  # a path the value is: the same path on every node
         share = self.settings.model_copy(update=update)

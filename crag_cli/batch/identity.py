@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
-from ..reader import backend
 from ..reader.wire import shown_url
 from ..pipeline.modes import Mode
 from ..version import __version__
@@ -83,7 +82,7 @@ def run_identity(settings, mode: Mode | str, thresholds, index_manifest: dict) -
         identity["thresholds"] = {k: v for k, v in thresholds.to_dict().items() if k != "source"}
     else:
         identity["thresholds"] = None
-    reader = backend(settings.model, settings.reader_url)
+    reader = settings.reader_backend
     identity["reader"] = reader.name
     identity["model_sha256"] = reader.fingerprint(settings.model)
     identity["evaluator_files"] = evaluator_fingerprint(settings.evaluator) if "evaluator" not in unused else None

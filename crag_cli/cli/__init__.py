@@ -6,11 +6,11 @@ field are generated from its declaration (:func:`setting_options`), so a flag,
 its ``CRAG_*`` variable and its ``crag.toml`` key are checked the same way.
 
 Modules: ``base`` (the app, errors, the options made from the settings),
-``answering`` (index, evaluate, ask, batch), ``training`` (calibrate,
+``indexing`` (index), ``answering`` (evaluate, ask, batch), ``training`` (calibrate,
 evaluator-test, train-evaluator).
 """
 
-from . import answering, training  # noqa: F401  (their commands register on the app)
+from . import indexing, answering, training  # noqa: F401  (their commands register on the app)
 from .base import app
 
 

@@ -168,10 +168,6 @@ def _ends_with_abbreviation(sentence: str) -> bool:
     return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
-def word_count(text: str) -> int:
-    return len(text.split())
-
-
 def chunk_sentences(sentences: Iterable[str], max_words: int) -> list[str]:
     """Group consecutive sentences into chunks of at most ``max_words`` words.
 

@@ -11,7 +11,7 @@ Three real evaluators:
   questions, sha256 of each weights file, checked before load) and a LoRA
   adapter over its base. The embedded default is such an adapter over the
   embedded all-MiniLM-L6-v2, shipped inside this package
-  (``crag_cli/evaluators/minilm-popqa``). A trained evaluator may carry a
+  (``crag_cli/evaluator/shipped/minilm-popqa``). A trained evaluator may carry a
   *topic guard* (see :class:`CrossEncoderEvaluator`).
 * :class:`T5Evaluator` (``t5:PATH``) loads a local ``T5ForSequenceClassification``
   checkpoint with one label, such as the evaluator released with CRAG. Input
@@ -39,7 +39,7 @@ from .base import (
     EvaluatorError,
     MANIFEST,
     Pair,
-    _length_sorted_batches,
+    length_sorted_batches,
     default_minilm_path,
     evaluator_family,
     parse_spec,
@@ -79,7 +79,7 @@ __all__ = [
     "Scorer",
     "T5Evaluator",
     "WEIGHT_SUFFIXES",
-    "_length_sorted_batches",
+    "length_sorted_batches",
     "absolute_spec",
     "base_path",
     "build_evaluator",

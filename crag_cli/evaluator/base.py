@@ -34,7 +34,7 @@ class Evaluator(Protocol):
         ...
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     """No weight-loading progress bars or advisory warnings from transformers on stderr."""
     from transformers.utils import logging as hf_logging
 
@@ -111,7 +111,7 @@ def pass_size(batch_size: int, precision: str) -> int:
     return 1 if precision == "int8" else batch_size
 
 
-def _length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+def length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices grouped into batches of similar length (longest first) to keep padding small.
 
     Parameters
@@ -138,7 +138,7 @@ def _length_sorted_batches(n: int, lengths: Sequence[int], batch_size: int) -> l
 
 MANIFEST = "crag-evaluator.json"
 EMBEDDED_BASE = "embedded:all-MiniLM-L6-v2"
-EMBEDDED_EVALUATOR = Path(__file__).resolve().parents[1] / "evaluators" / "minilm-popqa"
+EMBEDDED_EVALUATOR = Path(__file__).resolve().parent / "shipped" / "minilm-popqa"
 
 
 def default_minilm_path() -> Path:

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import default_minilm_path
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
+from .base import EvaluatorError, Pair, length_sorted_batches, quiet_transformers, pass_size, with_precision
 
 TRAINED_LENGTH = 256  # tokens per text all-MiniLM-L6-v2 was trained on (512 is its limit)
 
@@ -72,7 +72,7 @@ class MiniLMEvaluator:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        _quiet_transformers()
+        quiet_transformers()
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
@@ -117,7 +117,7 @@ class MiniLMEvaluator:
         import torch
 
         out = [None] * len(texts)
-        for batch in _length_sorted_batches(
+        for batch in length_sorted_batches(
             len(texts), [len(t) for t in texts], pass_size(self.batch_size, self.precision)
         ):
             enc = self._tokenizer(

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..errors import one_line
 from .base import MANIFEST
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
+from .base import EvaluatorError, Pair, length_sorted_batches, quiet_transformers, pass_size, with_precision
 
 
 class T5Evaluator:
@@ -61,7 +61,7 @@ class T5Evaluator:
         import torch
         from transformers import AutoTokenizer, T5ForSequenceClassification
 
-        _quiet_transformers()
+        quiet_transformers()
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
             model = T5ForSequenceClassification.from_pretrained(str(self.path), local_files_only=True)
@@ -86,7 +86,7 @@ class T5Evaluator:
         self.load()
         texts = self.inputs(pairs)
         out = [0.0] * len(texts)
-        for batch in _length_sorted_batches(
+        for batch in length_sorted_batches(
             len(texts), [len(t) for t in texts], pass_size(self.batch_size, self.precision)
         ):
             enc = self._tokenizer(

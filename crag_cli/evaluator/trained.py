@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from .base import EvaluatorError, Pair, _length_sorted_batches, _quiet_transformers, pass_size, with_precision
+from .base import EvaluatorError, Pair, length_sorted_batches, quiet_transformers, pass_size, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
 from .cosine import TRAINED_LENGTH, MiniLMEvaluator
 from .evidence import EvidenceFit, read_evidence
@@ -108,7 +108,7 @@ def load_classifier(base: str, num_labels: int = 1):
     """``(tokenizer, model)``: a base encoder (or T5) with a fresh ``num_labels``-output head."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    _quiet_transformers()
+    quiet_transformers()
     path = base_path(base)
     if not Path(path).is_dir():
         raise EvaluatorError(f"evaluator base model not found: {path}")
@@ -319,7 +319,7 @@ class CrossEncoderEvaluator:
         self.load()
         out = [0.0] * len(pairs)
         lengths = [len(q) + len(p) for q, p in pairs]
-        for batch in _length_sorted_batches(len(pairs), lengths, pass_size(self.batch_size, self.precision)):
+        for batch in length_sorted_batches(len(pairs), lengths, pass_size(self.batch_size, self.precision)):
             enc = encode_pairs(self._tokenizer, [pairs[i] for i in batch], self.max_length, self._t5)
             enc = enc.to(self._model.device)
             with torch.inference_mode():

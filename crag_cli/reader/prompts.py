@@ -167,9 +167,8 @@ def render_knowledge(items: Sequence[KnowledgeItem]) -> str:
     """Numbered knowledge lines, ``[1] (Title) text``, for crag and plain RAG alike.
 
     The evaluator's verdicts are not shown to the reader: out of the
-    evaluator's domain they labelled passages holding the answer "low" (until
-    c1f58df the prompt showed them and said the items went from most to least
-    relevant; ``benchmarks/HISTORY.md`` has the two-domain figures of the change).
+    evaluator's domain they labelled passages holding the answer "low"
+    (``benchmarks/HISTORY.md`` has the figures).
     Titles and texts go through :func:`neutralise`: a document or web page cannot end the reference block.
     A title is shown once for consecutive items of one document or page (their titles alike): the reader
     reads the next item as the same document's, and a long title is not read again (an article's title is

@@ -21,55 +21,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from ..action.trigger import PRESETS
 from ..evaluator.base import PRECISIONS
-from ..reader.backends import backend
+from ..reader.backends import ReaderBackend, backend
 from ..reader.wire import url_problem
 from ..index.dense import RETRIEVALS
 from ..reader.models import DEFAULT_MODEL, EMBEDDED
 from ..reader.prompts import TASK_CHOICES
 from ..action.refine import RANKINGS, STRIP_MODES
-from ..stages import GROUPS
 from ..web.rewrite import REWRITES
+from .declare import SettingsError, setting
 
 WEB_BACKENDS = ("none", "ddgs", "searxng")
-
-
-class SettingsError(ValueError):
-    """A setting has a value that cannot be used (bad type or range, unknown key, unreadable file)."""
-
-
-def setting(
-    default: Any,
-    help: str,
-    group: str,
-    flags: tuple[str, ...] = (),
-    *,
-    answers: bool,
-    why: str = "",
-    everyday: bool = False,
-    **constraints: Any,
-) -> Any:
-    """Declare one setting: default, help text, group, flags, whether it changes answers, pydantic constraints.
-
-    ``group`` is the stage that uses the setting (and so which commands take
-    it). ``answers`` says whether a different value can change what a batch
-    record says: those settings are a batch's resume identity
-    (:func:`crag_cli.settings.info.answer_settings`). It has no default, so
-    that every new setting is classified where it is declared.
-
-    ``help`` is one short line (``--help`` adds its range and default; a test
-    keeps the whole under 100 characters); ``why`` is the longer account (how
-    it acts, why its default), which the settings table in docs/commands.md
-    lists under the table. ``everyday`` settings are the ones ``crag COMMAND
-    --help`` shows; the others are expert options, shown by ``--help-all``
-    and taken by every command line all the same.
-    """
-    assert group in GROUPS, group
-    extra = {"group": group, "flags": list(flags), "answers": answers, "why": why, "everyday": everyday}
-    return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
 class Settings(BaseModel):
@@ -394,6 +359,11 @@ class Settings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
+    @property
+    def reader_backend(self) -> ReaderBackend:
+        """The backend that runs ``model`` (over ``reader_url`` when set): every caller asks here."""
+        return backend(self.model, self.reader_url)
+
     @field_validator("model")
     @classmethod
     def _model(cls, value: str, info: ValidationInfo) -> str:
@@ -415,8 +385,6 @@ class Settings(BaseModel):
 
     @model_validator(mode="after")
     def _together(self) -> "Settings":
-        if self.upper is not None and self.lower is not None and self.lower > self.upper:
-            raise ValueError(f"lower ({self.lower}) is above upper ({self.upper})")
         if self.web == "searxng" and not self.searxng_url:
             raise ValueError("web = searxng needs searxng_url (--searxng-url URL)")
         if self.max_tokens is not None and self.max_tokens >= self.n_ctx - 64:

@@ -39,7 +39,7 @@ def _adapter(name: str) -> TypeAdapter:
     return _ADAPTERS[name]
 
 
-def _problem(exc: ValidationError) -> str:
+def problem(exc: ValidationError) -> str:
     first = exc.errors(include_url=False)[0]
     msg = first["msg"]
     msg = msg[0].lower() + msg[1:] if msg else msg
@@ -90,7 +90,7 @@ def coerce(name: str, value: Any, source: str) -> Any:
     try:
         return _adapter(name).validate_python(value)
     except ValidationError as exc:
-        raise SettingsError(_bad(name, value, source, _problem(exc))) from None
+        raise SettingsError(_bad(name, value, source, problem(exc))) from None
 
 
 def _bad(name: str, value: Any, source: str, problem: str) -> str:
@@ -211,8 +211,8 @@ def load_settings(
     except ValidationError as exc:
         loc = exc.errors(include_url=False)[0].get("loc") or ()
         if loc and loc[0] in values:
-            raise SettingsError(_bad(loc[0], values[loc[0]], sources[loc[0]], _problem(exc))) from None
-        raise SettingsError(f"settings do not work together: {_problem(exc)}") from None
+            raise SettingsError(_bad(loc[0], values[loc[0]], sources[loc[0]], problem(exc))) from None
+        raise SettingsError(f"settings do not work together: {problem(exc)}") from None
 
 
 def check_config_file(path: Path) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..evaluator import Evaluator
 from ..reader import Reader
 from ..action.refine import KnowledgeSource, Unread, refine
-from .backends import SearchError, wikipedia_first
+from .search import SearchError, wikipedia_first
 from .cache import DiskCache
 from .fetch import Fetcher, Page, check_url, page_text
 from .rewrite import keyword_query, rewrite_query
