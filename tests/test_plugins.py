@@ -63,7 +63,7 @@ def warnings(r) -> list[str]:
 
 
 def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir, tmp_path, monkeypatch):
-    (docs_dir / "harbour.toy").write_text("Harbour notes\nThe harbour wall of Port Elm was rebuilt in 1902.\n")
+    (docs_dir / "harbour.toy").write_text("Harbour notes\n# draft\nThe harbour wall of Port Elm was rebuilt in 1902.\n")
     (docs_dir / "empty.toy").write_text("")
     ix = tmp_path / "ix"
     before = build_index(docs_dir, ix)  # no plugin yet: the .toy files are not read
@@ -73,6 +73,7 @@ def test_a_toy_document_type_and_reader_backend_plug_in_by_entry_point(docs_dir,
     r = invoke("index", docs_dir, "--index", ix)
     assert r.exit_code == 0 and not warnings(r), r.output
     assert "skipped empty.toy: an empty toy" in r.stderr
+    assert "skipped harbour.toy comments: a toy comment" in r.stderr  # a part of a file, told by skip()
     toy = [p for p in BM25Index.load(ix).passages if p.doc_id == "harbour.toy"]
     assert [(p.title, p.text) for p in toy] == [("Harbour notes", "The harbour wall of Port Elm was rebuilt in 1902.")]
     manifest = json.loads((ix / "manifest.json").read_text())

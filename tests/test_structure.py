@@ -57,3 +57,56 @@ def test_no_module_of_crag_cli_is_over_450_lines():
 def test_no_function_of_crag_cli_is_over_80_lines():
     offenders = long_functions(_sources())
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them):\n" + "\n".join(offenders)
+
+
+# ----------------------------------------------------------------------------- the package tree
+STAGES = ("documents", "index", "evaluator", "action", "web", "reader")  # the paper's stages, each a package
+MAX_TOP_MODULES = 12
+
+
+def _layout() -> dict[str, list[str]]:
+    """README's Layout of crag_cli/: each package (``"index"``) or ``""`` (the top level) with the names it lists."""
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    listed, inside = {}, False
+    for line in block.splitlines():
+        if line.startswith("crag_cli/"):
+            inside = True
+        elif inside and line.startswith("  ") and not line.startswith("   "):
+            head, _, _ = line.strip().partition(":")
+            if head.split()[0].endswith("/"):
+                name, _, rest = head.partition(" ")
+                listed[name.rstrip("/")] = [n.strip() for n in rest.split(",")]
+            else:
+                listed[""] = head.split()
+        elif inside and not line.startswith(" "):
+            break
+    return listed
+
+
+def _tree() -> dict[str, list[str]]:
+    """crag_cli's packages and their modules (and data folders, ``shipped/``), as the Layout names them."""
+    tree = {"": sorted(p.name for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))}
+    for pkg in sorted(p for p in PACKAGE.iterdir() if (p / "__init__.py").exists()):
+        names = [p.stem for p in pkg.glob("*.py") if p.stem != "__init__"]
+        names += [f"{p.name}/" for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"]
+        tree[pkg.name] = sorted(names)
+    return tree
+
+
+def test_readme_layout_names_every_package_and_module_and_nothing_else():
+    listed = {k: sorted(v) for k, v in _layout().items()}
+    assert listed == _tree(), "README's Layout and crag_cli/ differ: update the Layout section"
+
+
+def test_the_top_level_is_a_handful_and_no_stage_imports_the_settings():
+    top = [p for p in PACKAGE.glob("*.py")]
+    assert len(top) <= MAX_TOP_MODULES, sorted(p.name for p in top)
+    offenders = []
+    for stage in STAGES:
+        for path in (PACKAGE / stage).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("settings", "crag_cli"):
+                    if "settings" in (node.module or "").split("."):
+                        offenders.append(f"{path.relative_to(PACKAGE)}: from {node.module}")
+    assert not offenders, "a stage takes its own settings part, never the settings module:\n" + "\n".join(offenders)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import types
-from .types import BuiltinType
 from .formats import Document
 from ..errors import one_line
 from ..files import LOCK_TAG
@@ -241,12 +240,10 @@ def read_file(
     kind = found.kind if found is not None else types.TEXT  # (a file crag does not list: read as text)
     try:
         size = os.stat(path).st_size
-        if isinstance(kind, BuiltinType):  # crag's own: what it skips of the file, a long PDF's progress
-            docs = kind.parse(path, rel, skipped, on_page)
-        else:
+        with types.reporting(types.Report(skipped, on_page)):  # what it skips of the file, a long file's progress
             docs = list(kind.read(path, rel))
-            if not all(isinstance(doc, Document) for doc in docs):
-                raise TypeError(f"the {kind.name} parser gave something other than a list of Documents")
+        if not all(isinstance(doc, Document) for doc in docs):
+            raise TypeError(f"the {kind.name} parser gave something other than a list of Documents")
     except Unreadable as exc:
         return [], [(rel, str(exc))], None
     except UnicodeDecodeError:

@@ -20,9 +20,11 @@ changes).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Protocol
+from typing import Callable, Collection, Iterator, Protocol
 
 from . import bigtext
 from .. import jsonl, plugins
@@ -54,10 +56,46 @@ class DocumentType(Protocol):
 OnPage = Callable[[int, int], None]
 
 
+@dataclass
+class Report:
+    """What a type's ``read`` may tell crag of the file it is reading, besides its documents: the parts it skips
+    and a long file's progress (:func:`skip`, :func:`progress`)."""
+
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    on_page: OnPage | None = None
+
+
+_REPORT: ContextVar[Report | None] = ContextVar("crag_document_report", default=None)
+
+
+def skip(what: str, why: str) -> None:
+    """Say, from a type's ``read``, that part of the file (``"notes.toy line 3"``) was left out, and why."""
+    report = _REPORT.get()
+    if report is not None:
+        report.skipped.append((what, why))
+
+
+def progress(done: int, total: int) -> None:
+    """Say, from a type's ``read``, how far a long file has been read (``done`` of ``total`` pages or parts)."""
+    report = _REPORT.get()
+    if report is not None and report.on_page is not None:
+        report.on_page(done, total)
+
+
+@contextmanager
+def reporting(report: Report) -> Iterator[Report]:
+    """Collect what the ``read`` calls inside say through :func:`skip` and :func:`progress` into ``report``."""
+    token = _REPORT.set(report)
+    try:
+        yield report
+    finally:
+        _REPORT.reset(token)
+
+
 @dataclass(frozen=True)
 class BuiltinType:
-    """One of crag's own types: read as a plugin's are, and besides that it may name what it skips of a file
-    (a JSONL line, a PDF page) and report a long PDF's progress."""
+    """One of crag's own types: a :class:`DocumentType` like a plugin's, its ``read`` a function of the file that
+    is handed the report's list of skipped parts and its progress callback."""
 
     name: str
     suffixes: frozenset[str]
@@ -65,7 +103,8 @@ class BuiltinType:
     version: int = PARSERS_VERSION
 
     def read(self, path: Path, rel: str) -> list[Document]:
-        return self.parse(path, rel, [], None)
+        report = _REPORT.get() or Report()
+        return self.parse(path, rel, report.skipped, report.on_page)
 
 
 def html_main_text(html: str) -> tuple[str, str]:
@@ -168,14 +207,23 @@ class Registered:
 
 def registry() -> dict[str, Registered]:
     """Every type by the suffixes it reads: crag's own, then the usable plugins (loaded once per process)."""
-    return plugins.registry(plugins.DOCUMENTS, ("name", "version", "suffixes", "read"), _with_plugins)
+    return plugins.registry(plugins.DOCUMENTS, NEEDS, _with_plugins)
+
+
+NEEDS = ("name", "version", "suffixes", "read")  # what a type has, crag's own as a plugin's
 
 
 def _with_plugins(found: list[plugins.Plugin]) -> dict[str, Registered]:
-    by_suffix = {s: Registered(kind, None) for kind in BUILTIN_TYPES for s in kind.suffixes}
-    names = {kind.name: "crag" for kind in BUILTIN_TYPES}
-    for plugin in found:
-        kind, shown = plugin.obj, plugin.shown(plugins.DOCUMENTS)
+    """crag's own types and then the plugins' as one list, each checked alike; a plugin may not take a name or a
+    suffix that one before it has."""
+    own = [
+        plugins.Plugin(kind, f"{kind.name} = crag_cli.documents.types:{kind.name.upper()}", "")
+        for kind in BUILTIN_TYPES
+    ]
+    by_suffix: dict[str, Registered] = {}
+    names: dict[str, str] = {}
+    for plugin in [*own, *found]:
+        kind, shown, builtin = plugin.obj, plugin.shown(plugins.DOCUMENTS), plugin in own
         suffixes = _suffixes(kind.suffixes)
         taken = [s for s in sorted(suffixes or ()) if s in by_suffix]
         if not suffixes:
@@ -186,8 +234,10 @@ def _with_plugins(found: list[plugins.Plugin]) -> dict[str, Registered]:
             owner = by_suffix[taken[0]].identity or "crag itself"
             plugins.warn(f"{shown} claims {taken[0]}, which {owner} reads; left out")
         else:
-            names[kind.name] = plugin.package or plugin.entry
-            identity = f"{kind.name} {kind.version}" + (f" ({plugin.package})" if plugin.package else "")
+            names[kind.name] = "crag" if builtin else (plugin.package or plugin.entry)
+            identity = (
+                None if builtin else f"{kind.name} {kind.version}" + (f" ({plugin.package})" if plugin.package else "")
+            )
             by_suffix.update({s: Registered(kind, identity) for s in suffixes})
     return by_suffix
 

@@ -9,7 +9,8 @@ same), what to check before anything loads, and it builds the
 GGUF file read by crag's in-process llama.cpp server (:class:`EngineBackend`),
 which takes every ``--model`` value when no URL is given. Installed packages
 add others through the entry point group ``crag.readers``
-(:mod:`crag_cli.plugins`, docs/extending.md): they are asked first.
+(:mod:`crag_cli.plugins`, docs/extending.md): one list holds them all, and the
+plugins' are asked first.
 """
 
 from __future__ import annotations
@@ -120,8 +121,12 @@ def _connection(url: str, key: str) -> Connection:
 class ServedBackend:
     """A model behind the OpenAI-compatible server at ``url`` (``--reader-url``), named as the server names it."""
 
-    url: str
+    url: str = ""  # the registry's entry has none: :meth:`at` gives the one for a run's URL
     name = "served"
+    serves_url = True  # chosen when --reader-url is given (a backend without it, when it is not)
+
+    def at(self, url: str) -> "ServedBackend":
+        return ServedBackend(url)
 
     def accepts(self, model: str) -> bool:
         return True
@@ -150,18 +155,20 @@ class ServedBackend:
         )
 
 
-BACKENDS: tuple[ReaderBackend, ...] = (EngineBackend(),)
+BACKENDS: tuple[ReaderBackend, ...] = (ServedBackend(), EngineBackend())  # crag's own, asked after the plugins'
 NEEDS = ("name", "accepts", "problem", "canonical", "user_file", "fingerprint", "check", "create")
 
 
 def reader_backends() -> tuple[ReaderBackend, ...]:
-    """The plugins' backends (entry point group ``crag.readers``, loaded once per process), then :data:`BACKENDS`."""
-    return (*plugins.registry(plugins.READERS, NEEDS, _usable), *BACKENDS)
+    """Every backend, in the order they are asked: the plugins' (entry point group ``crag.readers``, loaded once
+    per process), then crag's own (:data:`BACKENDS`; the engine takes every ``--model`` value, so it is last)."""
+    return plugins.registry(plugins.READERS, NEEDS, _usable)
 
 
 def _usable(found: list[plugins.Plugin]) -> tuple[ReaderBackend, ...]:
-    """The plugins' backends, but one named as a backend before it (the run identity records the name)."""
-    names = {b.name for b in BACKENDS} | {ServedBackend.name}
+    """The plugins' backends, but one named as a backend before it (the run identity records the name), then
+    crag's own."""
+    names = {b.name for b in BACKENDS}
     kept = []
     for plugin in found:
         if plugin.obj.name in names:
@@ -169,12 +176,14 @@ def _usable(found: list[plugins.Plugin]) -> tuple[ReaderBackend, ...]:
             continue
         names.add(plugin.obj.name)
         kept.append(plugin.obj)
-    return tuple(kept)
+    return (*kept, *BACKENDS)
 
 
 def backend(model: str, url: str | None = None) -> ReaderBackend:
-    """The backend that runs ``model`` (a ``--model`` value): a served one when ``url`` (``--reader-url``) is
-    given, else the first of :func:`reader_backends` that accepts it."""
-    if url:
-        return ServedBackend(url)
-    return next(b for b in reader_backends() if b.accepts(model))
+    """The backend that runs ``model`` (a ``--model`` value): the first of :func:`reader_backends` that accepts it,
+    among those that serve a URL (``serves_url``, bound to it by ``at(url)``) when ``url`` (``--reader-url``) is
+    given, else among the others."""
+    for found in reader_backends():
+        if bool(getattr(found, "serves_url", False)) == bool(url) and found.accepts(model):
+            return found.at(url) if url else found
+    raise ModelError(f"no reader backend takes {model!r}")
