@@ -10,6 +10,10 @@
   mapped and searched as ``crag ask`` does (:func:`crag_cli.index.dense.cosines` and the top 50): seconds to
   write, bytes on disk, resident memory after 20 searches, and the p50 / p99 search latency.
 
+* **a folder** (``--files N``): N ``.txt`` files of one passage each (the data's first N passages, title and
+  text), indexed by ``crag index`` in a fresh process (its peak memory alone) with and without ``--no-dense``, then one file changed and
+  indexed again: seconds and peak resident memory (``ru_maxrss`` of the child) of each.
+
 Prints a Markdown table; ``--json FILE`` writes the figures.
 """
 
@@ -86,21 +90,52 @@ def search(path: str, n: int) -> dict:
     }
 
 
+def folder(data: Path, n: int) -> list[dict]:
+    """``crag index`` of a folder of ``n`` one-passage files, with and without the dense part, then one change."""
+    rows = [json.loads(line) for _, line in zip(range(n), open(data / "corpus.jsonl"))]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = Path(tmp) / "docs"
+        for i, r in enumerate(rows):
+            path = docs / f"d{i % 100:02d}" / f"p{i}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{r.get('title') or 'Passage'}\n\n{r['text']}\n")
+        for dense in ("dense", "no-dense"):
+            ix = Path(tmp) / f"ix-{dense}"
+            for step in ("build", "one file changed"):
+                if step != "build":
+                    (docs / "d00" / "p0.txt").write_text("Changed\n\nThe harbour keeper logged a quokka.\n")
+                t = time.perf_counter()
+                said = subprocess.run([sys.executable, __file__, "--data", str(data), "--child", str(docs), str(ix),
+                                       dense], check=True, capture_output=True, text=True)  # fmt: skip
+                out.append({"files": len(rows), "index": dense, "step": step, "seconds": time.perf_counter() - t,
+                            "peak_mb": float(said.stdout)})  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--sample", type=int, default=512)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--files", type=int, help="also: crag index of a folder of this many one-passage files")
     parser.add_argument("--search", nargs=2, help=argparse.SUPPRESS)  # (the fresh process)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # (crag index, its peak memory alone)
     args = parser.parse_args()
+    if args.child:
+        docs, ix, dense = args.child
+        subprocess.run([sys.executable, "-m", "crag_cli", "index", docs, "--index", ix, f"--{dense}"], check=True,
+                       capture_output=True)  # fmt: skip
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+        return
     if args.search:
         print(json.dumps(search(args.search[0], int(args.search[1]))))
         return
     rate = embed_rate(args.data, args.sample)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.sizes.split(",")):
+        for n in [int(s) for s in args.sizes.split(",") if s]:
             path = Path(tmp) / f"v{n}.npy"
             seconds = write(n, path)
             said = subprocess.run(
@@ -118,8 +153,13 @@ def main() -> None:
     for r in rows:
         print(f"| {r['passages']:,} | {r['embed_hours']:.2f} | {r['write_s']:.1f} | {r['disk_mb']:.0f} | "
               f"{r['p50_ms']:.0f} / {r['p99_ms']:.0f} | {r['rss_mb']:.0f} (anon {r['rss_anon_mb']:.0f}) |")  # fmt: skip
+    made = folder(args.data, args.files) if args.files else []
+    if made:
+        print("\n| files | index | step | seconds | peak memory (MB) |\n|---|---|---|---|---|")
+        for r in made:
+            print(f"| {r['files']:,} | --{r['index']} | {r['step']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} |")
     if args.json:
-        args.json.write_text(json.dumps({"embed_per_s": rate, "sizes": rows}, indent=1))
+        args.json.write_text(json.dumps({"embed_per_s": rate, "sizes": rows, "folder": made}, indent=1))
 
 
 if __name__ == "__main__":

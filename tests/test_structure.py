@@ -110,3 +110,22 @@ def test_the_top_level_is_a_handful_and_no_stage_imports_the_settings():
                     if "settings" in (node.module or "").split("."):
                         offenders.append(f"{path.relative_to(PACKAGE)}: from {node.module}")
     assert not offenders, "a stage takes its own settings part, never the settings module:\n" + "\n".join(offenders)
+
+
+def test_every_list_of_the_file_types_crag_reads_names_each_of_them():
+    """README, the docs and ``crag index --help`` list crag's own suffixes: a new type must reach each list."""
+    import re
+
+    from crag_cli.documents.types import OWN_SUFFIXES
+
+    root = PACKAGE.parent
+    places = {  # where each list starts and ends
+        "README.md": ("crag index ~/papers", "\n"),
+        "docs/commands.md": ("Reads a folder recursively", "Documents are split"),
+        "docs/extending.md": ("claims a suffix crag reads itself", "\n\n"),
+    }
+    for name, (anchor, end) in places.items():
+        text = (root / name).read_text(encoding="utf-8")
+        paragraph = text[text.index(anchor) :].split(end, 1)[0]
+        named = set(re.findall(r"(?<![\w/])\.[a-z]{2,5}\b", paragraph))
+        assert named == set(OWN_SUFFIXES), f"{name} ({anchor!r}...) lists {sorted(named)}, not {sorted(OWN_SUFFIXES)}"

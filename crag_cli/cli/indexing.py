@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
+from ..documents.types import OWN_SUFFIXES
 from ..errors import CragError
 from ..settings import Settings
 from .base import CragCommand, app, err, fail, setting_options
 
 # crag index's own options
 DocsArg = Annotated[
-    Path, typer.Argument(help="Folder (or file) of .txt, .md, .rst, .html/.htm, .jsonl, .pdf and .docx documents.")
+    Path, typer.Argument(help=f"Folder (or file) of documents: {' '.join(OWN_SUFFIXES)} and the plugins' types.")
 ]
 PassageWordsOpt = Annotated[int, typer.Option(min=10, help="Words per passage (split at sentence ends).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Read and index every file again, even unchanged ones.")]

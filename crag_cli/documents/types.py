@@ -192,6 +192,7 @@ JSONL = BuiltinType("jsonl", frozenset({".jsonl"}), _read_jsonl)
 PDF = BuiltinType("pdf", frozenset({".pdf"}), lambda path, rel, skipped, on_page: read_pdf(path, rel, on_page, skipped))
 DOCX = BuiltinType("docx", frozenset({".docx"}), lambda path, rel, skipped, on_page: read_docx(path, rel))
 BUILTIN_TYPES: tuple[BuiltinType, ...] = (TEXT, HTML, JSONL, PDF, DOCX)
+OWN_SUFFIXES = tuple(s for kind in BUILTIN_TYPES for s in sorted(kind.suffixes, key=len))  # as the docs list them
 
 
 # --------------------------------------------------------------------------- the registry
