@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -12,6 +13,19 @@ from .base import default_minilm_path
 from .base import EvaluatorError, Pair, length_sorted_batches, quiet_transformers, pass_size, with_precision
 
 TRAINED_LENGTH = 256  # tokens per text all-MiniLM-L6-v2 was trained on (512 is its limit)
+SHARED_PASS = 16  # texts a forward pass of the shared encoder (the index's passages: the fastest of 16 and 32 here)
+
+
+def shared_encoder(model_path: Path, precision: str = "float") -> "MiniLMEvaluator":
+    """The one all-MiniLM-L6-v2 (or other base) of a process for ``model_path`` at ``precision``, at
+    :data:`TRAINED_LENGTH` tokens: the index's dense retriever and a trained evaluator's domain embed a question with
+    the same loaded model (one copy in memory, the question embedded once)."""
+    return _shared(Path(model_path).resolve(), precision)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared(model_path: Path, precision: str) -> "MiniLMEvaluator":
+    return MiniLMEvaluator(model_path, batch_size=SHARED_PASS, max_length=TRAINED_LENGTH, precision=precision)
 
 
 class MiniLMEvaluator:

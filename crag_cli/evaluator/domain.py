@@ -27,7 +27,7 @@ def nearest_cosines(embeddings: np.ndarray, known: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> known = np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> nearest_cosines(np.array([[0.6, 0.8], [1.0, 0.0]]), known).round(2).tolist()
+    >>> [round(c, 2) for c in nearest_cosines(np.array([[0.6, 0.8], [1.0, 0.0]]), known).tolist()]
     [0.8, 1.0]
     """
     if len(known) == 0:

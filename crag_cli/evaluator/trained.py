@@ -10,7 +10,7 @@ from typing import Sequence
 
 from .base import EvaluatorError, Pair, length_sorted_batches, quiet_transformers, pass_size, with_precision
 from .base import EMBEDDED_BASE, EMBEDDED_EVALUATOR, MANIFEST, default_minilm_path, parse_spec
-from .cosine import TRAINED_LENGTH, MiniLMEvaluator
+from .cosine import MiniLMEvaluator, shared_encoder
 from .evidence import EvidenceFit, read_evidence
 from .fused import FusedFit, read_fused
 from .t5 import T5Evaluator
@@ -305,10 +305,9 @@ class CrossEncoderEvaluator:
         self._cosine = self._encoder(base) if guard else None
 
     def _encoder(self, base: str) -> MiniLMEvaluator:
-        """The base encoder's cosine, for the topic guard and the domain, at this evaluator's precision."""
-        return MiniLMEvaluator(
-            base_path(base), batch_size=self.batch_size, max_length=TRAINED_LENGTH, precision=self.precision
-        )
+        """The base encoder's cosine, for the topic guard and the domain, at this evaluator's precision: the
+        process's one copy (:func:`crag_cli.evaluator.cosine.shared_encoder`, the index's dense retriever's too)."""
+        return shared_encoder(base_path(base), self.precision)
 
     def logits(self, pairs: Sequence[Pair]) -> list[float]:
         """The raw logit of every pair, in input order."""

@@ -184,12 +184,17 @@ class MiniLMEncoder:
 
     name = "all-MiniLM-L6-v2"
 
-    PASS = 16  # passages a forward pass (the fastest of 16 and 32 here, length-sorted)
-
     def __init__(self) -> None:
-        from ..evaluator.cosine import TRAINED_LENGTH, MiniLMEvaluator
+        self._model = None  # the process's shared copy (crag_cli.evaluator.cosine.shared_encoder), on first use
 
-        self._model = MiniLMEvaluator(batch_size=self.PASS, max_length=TRAINED_LENGTH)
+    @property
+    def model(self):
+        if self._model is None:
+            from ..evaluator.base import default_minilm_path
+            from ..evaluator.cosine import shared_encoder
+
+            self._model = shared_encoder(default_minilm_path())
+        return self._model
 
     def check(self) -> None:
         """Raise ``ValueError`` (one line) when the model is not installed: before any file is read."""
@@ -204,7 +209,12 @@ class MiniLMEncoder:
             ) from None
 
     def encode(self, texts: Sequence[str]) -> "np.ndarray":
-        return self._model.encode(list(texts))
+        texts = list(texts)
+        if len(texts) == 1:  # a question: remembered, as the evaluator's domain embeds it too
+            import numpy as np
+
+            return np.asarray(self.model.embed(texts), dtype=np.float32)
+        return self.model.encode(texts)
 
 
 ENCODERS = {MiniLMEncoder.name: MiniLMEncoder}  # the encoders an index's dense part may name

@@ -209,7 +209,7 @@ class Redacting:
     --------
     >>> stream = Redacting({"sk-123": "[key]"})
     >>> [stream.feed(p) for p in ("the key is sk", "-1", "23.")] + [stream.end()]
-    ['the key i', '', 's [k', 'ey].']
+    ['the key ', 'is', ' [', 'key].']
     """
 
     def __init__(self, secrets: dict[str, str]) -> None:
