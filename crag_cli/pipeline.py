@@ -269,6 +269,12 @@ class Pipeline:
             and not (ext is not None and (ext.strips or ext.pages))
         )
 
+    def _step(self, result: Result) -> GenerationStep:
+        """The generation of ``result``'s answer, with the guards of an answer on doubted passages (:meth:`_unaided`)."""
+        unaided = self._unaided(result)
+        judge, withhold = unaided and self.settings.reader_judge, unaided and not self.settings.model_knowledge
+        return GenerationStep(self.generator, self.settings.max_tokens, result, judge=judge, withhold=withhold)
+
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.actions.supported`)."""
         return supported(scores, [h.support for h in hits], self.thresholds.filter, self.settings.lexical_support)
@@ -418,17 +424,12 @@ class Pipeline:
         result.knowledge_used = items
         if self.generator is not None and not items and mode.retrieves and not self.settings.model_knowledge:
             result.not_found = not_found(result, web=self.web is not None)
+        step = self._step(result) if self.generator is not None and result.not_found is None else None
+        if step is not None:
+            items = step.fit(items)  # what the prompt holds: the record and on_knowledge show what is sent
         if on_knowledge is not None:
             on_knowledge(result)
-        if self.generator is not None and result.not_found is None:
-            unaided = self._unaided(result)
-            step = GenerationStep(
-                self.generator,
-                self.settings.max_tokens,
-                result,
-                judge=unaided and self.settings.reader_judge,
-                withhold=unaided and not self.settings.model_knowledge,
-            )
+        if step is not None:
             step.generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

@@ -75,6 +75,8 @@ class EngineGenerator(ServedGenerator):
     engine has one, so its prompt cache does not evict the answer prompt's.
     """
 
+    in_process = True
+
     def __init__(self, model: str, options: ReaderOptions) -> None:
         o = options
         self.engine = Engine(model, o.n_ctx, o.parallel, o.threads, o.gpu_layers)
