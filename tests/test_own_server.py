@@ -153,3 +153,11 @@ def test_the_record_says_where_its_prompt_tokens_come_from(server, index, usage,
     assert r.exit_code == 0, r.output
     rec = json.loads(r.stdout)
     assert rec["checked"] is not None and rec["prompt_tokens_source"] == source
+
+
+def test_the_answer_limit_is_the_setting_for_crags_engine_too(tiny_gguf):
+    from crag_cli.generator import EngineGenerator, ReaderOptions
+    from crag_cli.settings import Settings
+
+    options = ReaderOptions.of(Settings(reader_timeout=7.5))
+    assert EngineGenerator(str(tiny_gguf), options).answer_timeout == 7.5

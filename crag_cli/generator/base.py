@@ -42,7 +42,7 @@ class ReaderOptions:
     parallel: int
     gpu_layers: int
     reader_url: str | None
-    reader_timeout: float  # the most seconds one whole answer of a served reader takes
+    reader_timeout: float  # the most seconds one whole answer takes (crag's engine or a served reader)
 
     @classmethod
     def of(cls, settings) -> "ReaderOptions":
