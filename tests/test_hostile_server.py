@@ -129,15 +129,14 @@ def reader(url: str, **connection) -> ServedReader:
     [
         ({"data": [{"id": "m1", "owned_by": "llamacpp", "meta": "str"}]}, {"build_info": "b1"}),
         ({"data": ["m1", {"id": "m1", "owned_by": "llamacpp"}]}, {"default_generation_settings": [1, 2]}),
-        ({"data": [{"id": "m1", "owned_by": "llamacpp", "meta": {"vocab_type": 2}}]}, None),  # no /props at all
     ],
-    ids=["meta-a-string", "a-model-that-is-a-string", "no-props"],
+    ids=["meta-a-string", "a-model-that-is-a-string"],
 )
-def test_fields_of_the_wrong_type_and_a_missing_props_read_as_absent(server, models, props):
+def test_fields_of_the_wrong_type_read_as_absent(server, models, props):
+    """(No /props at all: tests/test_own_server.py.)"""
     routes, _, url = server
     routes["/v1/models"] = lambda h, body: send(h, 200, models)
-    if props is not None:
-        routes["/props"] = lambda h, body: send(h, 200, props)
+    routes["/props"] = lambda h, body: send(h, 200, props)
     info = Connection(url).info()
     assert info.llama_cpp and info.models == ["m1"] and info.slot_ctx is None
     # a server that claims llama.cpp but lacks its endpoints: the error names the one that failed

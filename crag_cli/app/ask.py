@@ -52,11 +52,34 @@ def knowledge_notes(result) -> list[str]:
             "the evaluator doubted the passages read (every score below the lower threshold)"
             + (": out of its domain that is no proof" if result.in_domain is False else "")
         )
+    if result.knowledge_cut is not None:
+        notes.append(cut_note(result.knowledge_cut))
     if result.not_found is not None:
         notes.append("nothing read: no answer (--model-knowledge answers from the model's own memory)")
     elif not result.knowledge_used:
         notes.append("no knowledge: answering from the model's own memory, not from documents")
     return notes
+
+
+def cut_note(cut: dict) -> str:
+    """The warning that the prompt left out knowledge to fit the reader's window (a record's ``knowledge_cut``).
+
+    Examples
+    --------
+    >>> cut = {"given": 5, "sent": 2, "shortened": True, "window": 1024, "answer_tokens": 64, "counted_by": "bound"}
+    >>> cut_note(cut)[:80]
+    'warning: the prompt holds 2 of the 5 pieces of knowledge chosen (the last cut sh'
+    """
+    counted = {
+        "bound": "; its tokens counted by a bound, about 3 times their number (the server counts none)",
+        "server": "; its tokens counted by the reader's tokenizer",
+    }.get(cut.get("counted_by"), "")
+    return (
+        f"warning: the prompt holds {cut['sent']} of the {cut['given']} pieces of knowledge chosen"
+        + (" (the last cut short)" if cut["shortened"] else "")
+        + f", to fit the reader's window of {cut['window']} tokens less {cut['answer_tokens']} for the answer"
+        + counted
+    )
 
 
 def answer_notes(result) -> list[str]:

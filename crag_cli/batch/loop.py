@@ -32,6 +32,7 @@ class Summary:
     not_found: int = 0
     from_model: int = 0
     doubted: int = 0
+    cut: int = 0  # prompts that left knowledge out to fit the reader's window
     seconds: float = 0.0
     answered_now: int = 0
     lines: int | None = 0  # the batch's lines, done and to do (None: not known yet)
@@ -46,6 +47,7 @@ class Summary:
             self.ungrounded += 1
         self.not_found += rec.get("basis") == "none"
         self.doubted += bool(rec.get("doubted"))
+        self.cut += rec.get("knowledge_cut") is not None
         self.from_model += rec.get("basis") == "model" and rec.get("mode") != Mode.NO_RETRIEVAL
         if rec.get("correct") is not None:
             self.graded += 1
@@ -62,6 +64,7 @@ class Summary:
             "not_found": self.not_found,
             "from_model": self.from_model,
             "doubted": self.doubted,
+            "knowledge_cut": self.cut,
         }
 
     def line(self, resumed: int = 0) -> str:
@@ -77,6 +80,8 @@ class Summary:
             parts.append(f"{self.doubted} read passages the evaluator doubted (doubted: true)")
         if self.from_model:
             parts.append(f"{self.from_model} answered from the model's memory (nothing read)")
+        if self.cut:
+            parts.append(f"{self.cut} prompt(s) left knowledge out to fit the reader's window (knowledge_cut)")
         if self.ungrounded:
             parts.append(f"{self.ungrounded} answer(s) their knowledge does not state (grounded: false)")
         if self.graded:

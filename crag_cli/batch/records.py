@@ -29,6 +29,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "prompt_task": result.prompt_task,
         "mode": result.mode,
         "model": result.model,
+        "served_model": result.served_model,
         "evaluator": result.evaluator,
         "action": result.action.value if result.action else None,
         "in_domain": result.in_domain,
@@ -51,6 +52,7 @@ def to_record(result: Result) -> dict[str, Any]:
             [s.to_dict() for s in result.internal_knowledge] if result.internal_knowledge is not None else None
         ),
         "external_knowledge": result.external_knowledge.to_dict() if result.external_knowledge else None,
+        "knowledge_cut": result.knowledge_cut,
         "reading": result.reading,
         "doubted": result.doubted,
         "judged": result.judged,
@@ -62,6 +64,7 @@ def to_record(result: Result) -> dict[str, Any]:
         "reader_answer": result.reader_answer,
         "checked": result.checked,
         "prompt_tokens": result.prompt_tokens,
+        "prompt_tokens_source": result.prompt_tokens_source,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "error": result.error,
     }

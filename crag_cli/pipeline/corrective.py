@@ -4,8 +4,8 @@
 retrieve -> evaluate -> decide -> (refine internal | search external | both) -> read -> generate.
 Each stage is a small object given to the constructor (a retriever, an
 evaluator, a web corrector, a reader, a reading policy), so each can be
-replaced or faked. What the question produced is a :class:`crag_cli.pipeline.result.Result`;
-the generation step is :mod:`crag_cli.pipeline.generation`.
+replaced or faked. What the question produced is a :class:`crag_cli.pipeline.corrective.result.Result`;
+the generation step is :mod:`crag_cli.pipeline.corrective.generation`.
 """
 
 from __future__ import annotations
@@ -269,6 +269,12 @@ class Pipeline:
             and not (ext is not None and (ext.strips or ext.pages))
         )
 
+    def _step(self, result: Result) -> GenerationStep:
+        """The generation of ``result``'s answer, with the guards of an answer on doubted passages (:meth:`_unaided`)."""
+        unaided = self._unaided(result)
+        judge, withhold = unaided and self.settings.reader_judge, unaided and not self.settings.model_knowledge
+        return GenerationStep(self.reader, self.settings.max_tokens, result, judge=judge, withhold=withhold)
+
     def _supported(self, hits: Sequence[Hit], scores: Sequence[float]) -> bool:
         """Whether a passage has lexical support (:func:`crag_cli.action.trigger.supported`)."""
         return supported(scores, [h.support for h in hits], self.thresholds.filter, self.settings.lexical_support)
@@ -379,7 +385,7 @@ class Pipeline:
         task : str, optional
             Task to use (default: the pipeline's); ``auto`` picks the prompt by the evaluator's domain.
         mode : Mode or str
-            :class:`crag_cli.pipeline.modes.Mode` or its name: ``crag`` (the paper's method), ``rag``,
+            :class:`crag_cli.pipeline.corrective.modes.Mode` or its name: ``crag`` (the paper's method), ``rag``,
             ``rag+web``, ``no-retrieval``.
         on_token : callable, optional
             Receives each generated text piece (streaming).
@@ -418,17 +424,12 @@ class Pipeline:
         result.knowledge_used = items
         if self.reader is not None and not items and mode.retrieves and not self.settings.model_knowledge:
             result.not_found = not_found(result, web=self.web is not None)
+        step = self._step(result) if self.reader is not None and result.not_found is None else None
+        if step is not None:
+            items = step.fit(items)  # what the prompt holds: the record and on_knowledge show what is sent
         if on_knowledge is not None:
             on_knowledge(result)
-        if self.reader is not None and result.not_found is None:
-            unaided = self._unaided(result)
-            step = GenerationStep(
-                self.reader,
-                self.settings.max_tokens,
-                result,
-                judge=unaided and self.settings.reader_judge,
-                withhold=unaided and not self.settings.model_knowledge,
-            )
+        if step is not None:
             step.generate(items, on_token)  # generate
         result.timings["total"] = time.perf_counter() - start + sum(ahead)
         return result

@@ -8,12 +8,16 @@ whether what it read states its answer, said no (:attr:`crag_cli.reader.prompts.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..documents.passages import split_sentences
 from ..reader import Generation, Reader
 from ..action.match import is_grounded, quote, restates
 from .modes import Mode
 from ..reader.prompts import JUDGE, TASKS, KnowledgeItem, build_messages, clean_answer, fit_knowledge, says_yes
 from .result import Result, Timer
+
+SOURCES = ("server", "server-no-cache", "counted", "estimate")  # prompt_tokens' sources, the surest first
 
 
 def not_found(result: Result, web: bool) -> str:
@@ -58,14 +62,63 @@ class GenerationStep:
         self.reader, self.max_tokens, self.result = reader, max_tokens, result
         self.judge, self.withhold = judge, withhold
 
-    def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
-        """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
-        :class:`crag_cli.reader.Generation` (its prompt tokens)."""
+    def _fitted(self, question: str, items: list[KnowledgeItem], task: str):
+        """``(messages, kept, max_tokens)``: ``task``'s prompt over ``items`` fitted to ``n_ctx`` less the answer."""
         max_tokens = self.max_tokens or TASKS[task].max_tokens
         budget = self.reader.n_ctx - max_tokens
         messages, kept, _ = fit_knowledge(question, items, task, self.reader.count_tokens, budget)
+        return messages, kept, max_tokens
+
+    def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
+        """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the
+        :class:`crag_cli.reader.Generation` (its prompt tokens)."""
+        messages, kept, max_tokens = self._fitted(question, items, task)
         gen = self.reader.generate(messages, max_tokens, on_token)
         return clean_answer(gen.text, task), kept, gen
+
+    def fit(self, items: list[KnowledgeItem]) -> list[KnowledgeItem]:
+        """The knowledge the answer's prompt holds once fitted to the reader's window, before anything is generated,
+        so that the record and ``crag ask``'s listing show what is sent: ``knowledge_used``, and the strips of
+        ``internal_knowledge`` and ``external_knowledge`` those sent (the one cut short, as sent). When the fit left
+        knowledge out, ``knowledge_cut`` says how much and why. ``items`` as they are when the prompt cannot fit:
+        the generation then fails and says why."""
+        result = self.result
+        try:
+            with Timer(result.timings, "generate"):
+                _, kept, max_tokens = self._fitted(result.question, items, result.prompt_task or result.task)
+        except Exception:  # the generation fails the same way, and its error says why
+            return items
+        result.knowledge_used = kept
+        shortened = bool(kept) and kept[-1] is not items[len(kept) - 1]
+        if len(kept) == len(items) and not shortened:
+            return kept
+        result.knowledge_cut = {
+            "given": len(items),
+            "sent": len(kept),
+            "shortened": shortened,
+            "window": self.reader.n_ctx,
+            "answer_tokens": max_tokens,
+            "counted_by": getattr(self.reader, "counted_by", None),
+        }
+        sent = {(k.text, k.source): k.text for k in kept if not (shortened and k is kept[-1])}
+        if shortened:
+            sent[(items[len(kept) - 1].text, kept[-1].source)] = kept[-1].text
+        if result.internal_knowledge is not None:
+            result.internal_knowledge = _sent(result.internal_knowledge, sent)
+        if result.external_knowledge is not None:
+            result.external_knowledge.strips = _sent(result.external_knowledge.strips, sent)
+        return kept
+
+    def _counted(self, reply: Generation, later: bool = False) -> None:
+        """Record where ``reply``'s prompt tokens come from: ``prompt_tokens_source`` is the least sure of a
+        question's prompts (:data:`SOURCES`); a later prompt of a server that says nothing of its cache is
+        ``server-no-cache`` (crag subtracted the start it knows the prompts share)."""
+        source = reply.prompt_source
+        if source == "server" and later and reply.cached_tokens is None:
+            source = "server-no-cache"
+        if source in SOURCES:
+            now = self.result.prompt_tokens_source
+            self.result.prompt_tokens_source = max(source, now or source, key=SOURCES.index)
 
     def _read_anew(self, reply: Generation, shared: tuple[list[KnowledgeItem], str] | None = None) -> int:
         """Of a question's later prompt (a check, a judge, a second ask), the tokens the reader read anew.
@@ -75,6 +128,7 @@ class GenerationStep:
         not say, less the start this prompt is known to share with the one before: the prompt over ``shared``'s
         knowledge and task without its last line (none when ``shared`` is ``None``).
         """
+        self._counted(reply, later=True)
         cached = reply.cached_tokens
         if cached is None:
             start = build_messages(self.result.question, *shared, instruction="") if shared is not None else None
@@ -190,7 +244,8 @@ class GenerationStep:
                 t = TASKS[task]
                 whole = bool(items) and (t.retry is not None or t.quote or t.check is not None or self.withhold)
                 result.answer, kept, gen = self._ask(result.question, items, task, None if whole else on_token)
-                result.prompt_tokens = gen.prompt_tokens
+                result.prompt_tokens, result.served_model = gen.prompt_tokens, gen.served_model
+                self._counted(gen)
                 result.knowledge_used = kept
                 retry = TASKS[task].retry if kept else None  # all knowledge cut to fit n_ctx: no reference to quote
                 again = self._ask_again(items, retry) if retry and restates(result.answer, result.question) else None
@@ -211,3 +266,8 @@ class GenerationStep:
                 result.error = f"generation failed: {type(exc).__name__}: {exc}"
                 return None
         return self.judge_first(declined, on_token) if declined is not None and self.judge else gen
+
+
+def _sent(strips: list, sent: dict[tuple[str, str], str]) -> list:
+    """Of ``strips``, those a prompt held (``sent``: each one's text and source, to the text sent)."""
+    return [replace(s, text=sent[(s.text, s.source)]) for s in strips if (s.text, s.source) in sent]

@@ -1,6 +1,6 @@
 """What one question produced (:class:`Result`), how its answer is graded, and what the reading policy is given.
 
-:class:`crag_cli.pipeline.corrective.Pipeline` fills a ``Result`` stage by stage
+:class:`crag_cli.pipeline.corrective.corrective.Pipeline` fills a ``Result`` stage by stage
 (retrieve, evaluate, act, read, generate); :func:`crag_cli.batch.records.to_record`
 turns it into JSON.
 """
@@ -31,6 +31,7 @@ class Result:
     prompt_task: str | None = None  # the task whose prompt was sent (``auto`` resolved: :func:`prompt_task`)
     mode: str = Mode.CRAG.value  # a Mode's name, as the record gives it
     model: str | None = None  # the reader that answered
+    served_model: str | None = None  # the model a reader server says answered (None: crag's own engine)
     evaluator: str | None = None  # the evaluator that scored (None when the mode uses none)
     action: Action | None = None
     hits: list[Hit] = field(default_factory=list)
@@ -43,6 +44,7 @@ class Result:
     internal_knowledge: list[Strip] | None = None
     external_knowledge: ExternalKnowledge | None = None
     knowledge_used: list[KnowledgeItem] = field(default_factory=list)
+    knowledge_cut: dict | None = None  # what fitting the prompt to the reader's window left out (None: nothing)
     reading: str | None = None  # why the reader read what it did (the reading policy's words; crag mode)
     doubted: bool | None = None  # passages read though the evaluator scored every one below the lower threshold
     judged: list[dict] | None = None  # the reader as evaluator: each item asked, {"source", "answers"} (reader_judge)
@@ -54,6 +56,7 @@ class Result:
     reader_answer: str | None = None  # the reader's own answer when the answer given differs (Task.quote)
     checked: str | None = None  # the reader's reply to its task's check: does what it read state the answer?
     prompt_tokens: int | None = None
+    prompt_tokens_source: str | None = None  # server, server-no-cache, counted, estimate (generation.SOURCES)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 

@@ -18,12 +18,17 @@ class Generation:
 
     ``cached_tokens``: of the prompt's tokens, the leading ones the engine still held from the prompt before (its
     prompt cache) and did not read again, as the engine reports them; ``None`` when it does not say.
+    ``prompt_source``: where ``prompt_tokens`` comes from: ``"server"`` (the server's usage), ``"counted"`` (crag
+    counted the prompt with the server's tokenizer), ``"estimate"`` (a bound: the server counts nothing);
+    ``None``: not said (a reader of a plugin). ``served_model``: the model the server says answered.
     """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int | None = None
+    prompt_source: str | None = None
+    served_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class ReaderOptions:
     parallel: int
     gpu_layers: int
     reader_url: str | None
-    reader_timeout: float  # the most seconds one whole answer of a served reader takes
+    reader_timeout: float  # the most seconds one whole answer takes (crag's engine or a served reader)
 
     @classmethod
     def of(cls, settings) -> "ReaderOptions":

@@ -9,6 +9,7 @@ stream, the whole request's time, checked at every step of the reading.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,14 +58,26 @@ def root_url(url: str) -> str:
 
 @dataclass
 class ServerInfo:
-    """What a server said of itself: its kind, its models, the context of one slot, a fingerprint."""
+    """What a server said of itself: its kind, its models, the context of one slot, a fingerprint.
+
+    ``llama_cpp``: crag speaks to it as to llama.cpp's server (``/props``, ``/apply-template``, ``/tokenize``,
+    prompts as token ids); a server that claims llama.cpp but has no ``/props`` is a chat server here.
+    ``windows``: each model's context window where the server lists one (vLLM's ``max_model_len``).
+    ``counts``: how crag counts a chat prompt's tokens there: ``"messages"`` (vLLM's ``/tokenize`` of chat
+    messages), ``"template"`` (llama.cpp's ``/apply-template`` then ``/tokenize``), ``""`` (it cannot: a bound).
+    """
 
     llama_cpp: bool
     models: list[str]
     slot_ctx: int | None = None
     vocab_type: int | None = None
     fingerprint: str = ""
-    counts: bool = False  # a vLLM-style /tokenize that counts chat messages
+    counts: str = ""
+    windows: dict[str, int] = field(default_factory=dict)
+
+    def window(self, model: str) -> int | None:
+        """The context window of one request the server says ``model`` has (``None``: it does not say)."""
+        return self.slot_ctx or self.windows.get(model)
 
 
 class Refused(ModelError):
@@ -92,6 +105,7 @@ class Connection:
     _client: object = field(default=None, repr=False)
     _info: ServerInfo | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _noted: set = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         import httpx
@@ -120,6 +134,14 @@ class Connection:
     def redacting(self) -> Redacting:
         """A stream of text with the API key and the URL's password replaced."""
         return Redacting(self._secrets)
+
+    def note(self, what: str) -> None:
+        """One ``crag: note:`` line on stderr about this server, once for this connection."""
+        line = self._line(what)
+        if line in self._noted:  # a race at worst says it twice
+            return
+        self._noted.add(line)
+        sys.stderr.write(f"crag: note: {line}\n")
 
     def _clip(self, text: str) -> str:
         """The start of ``text`` (what the server sent) as an error shows it, the key and password replaced first."""
@@ -261,16 +283,23 @@ class Connection:
         models = [str(m.get("id")) for m in entries]
         llama = any(m.get("owned_by") == "llamacpp" for m in entries)
         fingerprints = sorted({str(m.get("owned_by", "")) for m in entries})
-        info = ServerInfo(llama_cpp=llama, models=models, fingerprint=",".join(fingerprints))
-        if llama:
+        windows = {str(m.get("id")): n for m in entries if (n := as_count(m.get("max_model_len")))}
+        info = ServerInfo(llama_cpp=llama, models=models, fingerprint=",".join(fingerprints), windows=windows)
+        props = self._props() if llama else {}
+        if llama and not props:
+            self.note("/v1/models says llama.cpp but the server has no /props: spoken to as a chat server")
+            info.llama_cpp, info.fingerprint = False, f"llama.cpp without /props {info.fingerprint}"
+        if info.llama_cpp:
             meta = as_object(entries[0].get("meta"))
             vocab = meta.get("vocab_type")
             info.vocab_type = vocab if isinstance(vocab, int) else None
-            props = self._props()
-            info.slot_ctx = as_count(as_object(props.get("default_generation_settings")).get("n_ctx")) or None
+            slot = as_count(as_object(props.get("default_generation_settings")).get("n_ctx"))
+            info.slot_ctx = slot or as_count(props.get("n_ctx")) or None
             info.fingerprint = f"llama.cpp {props.get('build_info', '')} {meta}"
         else:
             info.counts = self._counts(models[0] if models else "")
+        if windows:
+            info.fingerprint += " windows " + ",".join(f"{m}={n}" for m, n in sorted(windows.items()))
         return info
 
     def _props(self) -> dict:
@@ -278,17 +307,25 @@ class Connection:
         try:
             return self.json("GET", "/props")
         except Refused as exc:
-            if exc.status == 404:
+            if exc.status in (404, 405):
                 return {}
             raise
 
-    def _counts(self, model: str) -> bool:
-        """Whether the server counts chat messages' tokens (vLLM's ``/tokenize``)."""
+    def _counts(self, model: str) -> str:
+        """How the server counts a chat prompt's tokens (:attr:`ServerInfo.counts`): vLLM's ``/tokenize`` of chat
+        messages, llama.cpp's ``/apply-template`` and ``/tokenize``, or not at all (``""``)."""
+        hi = [{"role": "user", "content": "hi"}]
         try:
-            said = self.json("POST", "/tokenize", {"model": model, "messages": [{"role": "user", "content": "hi"}]})
+            if isinstance(self.json("POST", "/tokenize", {"model": model, "messages": hi}).get("count"), int):
+                return "messages"
         except ModelError:
-            return False
-        return isinstance(said.get("count"), int)
+            pass
+        try:
+            self.answer_field("POST", "/apply-template", {"messages": hi}, "prompt", str)
+            self.answer_field("POST", "/tokenize", {"content": "hi"}, "tokens", list)
+        except ModelError:
+            return ""
+        return "template"
 
 
 def _error_text(response, deadline: float) -> str:

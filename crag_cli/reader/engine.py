@@ -75,10 +75,13 @@ class EngineReader(ServedReader):
     engine has one, so its prompt cache does not evict the answer prompt's.
     """
 
+    in_process = True
+
     def __init__(self, model: str, options: ReaderOptions) -> None:
         o = options
         self.engine = Engine(model, o.n_ctx, o.parallel, o.threads, o.gpu_layers)
-        super().__init__(None, model, o.n_ctx, o.temperature, o.seed, name=canonical_name(model))  # type: ignore[arg-type]
+        name, timeout = canonical_name(model), o.reader_timeout
+        super().__init__(None, model, o.n_ctx, o.temperature, o.seed, name=name, answer_timeout=timeout)  # type: ignore[arg-type]
 
     def _connection(self) -> Connection:
         return self.engine.connection()

@@ -9,7 +9,10 @@ llama.cpp server renders the chat template (``/apply-template``) and tokenizes (
 sends the template's own text with control tokens parsed and every message's content without
 (:func:`~crag_cli.reader.template.split_rendered`), then the token ids; the prompt's length is exact. Any
 other server gets chat messages whose control-token shapes are broken by a zero-width space (:func:`defuse`),
-and a token count from its ``/tokenize`` where it has one (vLLM), else a bound on it (:func:`estimate_tokens`).
+and a token count from its ``/tokenize`` where it counts chat messages (vLLM) or from its ``/apply-template`` and
+``/tokenize`` (llama.cpp's, behind a server that does not say it is one), else a bound on it (:func:`estimate_tokens`).
+The window prompts are fitted to is ``--n-ctx``, or the server's own where it says a smaller one (``/props``,
+vLLM's ``max_model_len``); where it says none, stderr says once which window crag assumed.
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ class ServedReader:
         The name records give the model (default: ``model``).
     """
 
+    in_process = False  # crag's own engine: no notes on the server, no served model (its name may be a path)
+
     def __init__(
         self,
         connection: Connection,
@@ -108,40 +113,62 @@ class ServedReader:
         self.answer_timeout = answer_timeout  # None: the connection's
         self._n_ctx = n_ctx
         self._last: tuple[str, list[int]] | None = None  # the last prompt's key and its token ids
+        self._counted: tuple[str, int] | None = None  # a chat server's: the last prompt's key and its count
 
     def _connection(self) -> Connection:
         return self.connection
 
     @property
     def n_ctx(self) -> int:
-        slot = self._connection().info().slot_ctx
-        return min(self._n_ctx, slot) if slot else self._n_ctx
+        window = self._connection().info().window(self.served)
+        return min(self._n_ctx, window) if window else self._n_ctx
+
+    @property
+    def counted_by(self) -> str:
+        """How prompts are counted to fit the window: ``"server"`` (its tokenizer) or ``"bound"``."""
+        info = self._connection().info()
+        return "server" if info.llama_cpp or info.counts else "bound"
 
     def fork(self, n_ctx: int | None = None) -> "ServedReader":
         twin = object.__new__(type(self))
-        twin.__dict__.update(self.__dict__, _n_ctx=n_ctx or self._n_ctx, _last=None)
+        twin.__dict__.update(self.__dict__, _n_ctx=n_ctx or self._n_ctx, _last=None, _counted=None)
         return twin
 
     def load(self) -> None:
-        info = self._connection().info()
+        conn = self._connection()
+        info = conn.info()
         if self.served not in info.models:
-            if len(info.models) == 1 and info.llama_cpp:
-                self.served = info.models[0]  # llama-server serves one model, whatever it is asked for
-                return
-            conn = self._connection()
-            listed = clip(conn.redact(", ".join(info.models))) or "none"
-            raise ModelError(f"reader server {conn.shown} has no model {self.served!r} (it has: {listed})")
+            if not (len(info.models) == 1 and info.llama_cpp):
+                listed = clip(conn.redact(", ".join(info.models))) or "none"
+                raise ModelError(f"reader server {conn.shown} has no model {self.served!r} (it has: {listed})")
+            self.served = info.models[0]  # llama-server serves one model, whatever it is asked for
+        window, n = info.window(self.served), self._n_ctx
+        if self.in_process:
+            return
+        if window is None:
+            conn.note(f"it does not say its context window: prompts are fitted to --n-ctx {n} tokens")
+        elif window < n:
+            conn.note(f"its window is {window} tokens a request: prompts are fitted to it, not to --n-ctx {n}")
 
     def count_tokens(self, messages: list[dict]) -> int:
         self.load()
         conn = self._connection()
         if conn.info().llama_cpp:
             return len(self._tokens(messages))
-        if conn.info().counts:
-            return conn.answer_field(
-                "POST", "/tokenize", {"model": self.served, "messages": _defused(messages)}, "count", int
-            )
-        return estimate_tokens(messages)
+        counts, key = conn.info().counts, json.dumps(messages)
+        if not counts:
+            return estimate_tokens(messages)
+        if self._counted is not None and self._counted[0] == key:
+            return self._counted[1]
+        defused = _defused(messages)
+        if counts == "messages":
+            n = conn.answer_field("POST", "/tokenize", {"model": self.served, "messages": defused}, "count", int)
+        else:
+            text = conn.answer_field("POST", "/apply-template", {"messages": defused}, "prompt", str)
+            body = {"content": text, "add_special": True, "parse_special": True}
+            n = len(conn.answer_field("POST", "/tokenize", body, "tokens", list))
+        self._counted = (key, n)
+        return n
 
     def _tokens(self, messages: list[dict]) -> list[int]:
         """A llama.cpp server's token ids of the prompt: the template's text with control tokens, contents without."""
@@ -182,20 +209,26 @@ class ServedReader:
             path, body, counted = "/v1/completions", {"prompt": tokens, "cache_prompt": True, **sampling}, len(tokens)
         else:
             path, body, counted = "/v1/chat/completions", {"messages": _defused(messages), **sampling}, None
-        text, usage, produced = self._read(conn.events(path, body, self.answer_timeout), max_tokens, on_token)
-        prompt = as_count(usage.get("prompt_tokens")) or counted or self.count_tokens(messages)
+        text, usage, produced, model = self._read(conn.events(path, body, self.answer_timeout), max_tokens, on_token)
+        prompt, source = as_count(usage.get("prompt_tokens")), "server"
+        if not prompt:
+            prompt = counted or self.count_tokens(messages)
+            source = "counted" if counted or conn.info().counts else "estimate"
         cached = as_count(as_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
-        return Generation(text, prompt, as_count(usage.get("completion_tokens")) or produced, cached)
+        completion = as_count(usage.get("completion_tokens")) or produced
+        served = None if self.in_process else clip(conn.redact(model or self.served), 200)
+        return Generation(text, prompt, completion, cached, source, served)
 
-    def _read(self, events, max_tokens: int, on_token: Callable[[str], None] | None) -> tuple[str, dict, int]:
-        """``(text, usage, pieces)`` of a streamed answer: its text with the key and the URL's password replaced
-        (streamed so to ``on_token``), the last usage the server gave, how many pieces of text came.
+    def _read(self, events, max_tokens: int, on_token: Callable[[str], None] | None) -> tuple[str, dict, int, str]:
+        """``(text, usage, pieces, model)`` of a streamed answer: its text with the key and the URL's password
+        replaced (streamed so to ``on_token``), the last usage the server gave, how many pieces of text came, the
+        last ``model`` its events named (``""``: none).
 
         An answer whose text passes :func:`~crag_cli.reader.wire.answer_bound` (a server that ignores
         ``max_tokens``) is cut there with a :class:`ModelError`, so that no more of it is read or held.
         """
         conn, bound, read, produced = self._connection(), answer_bound(max_tokens), 0, 0
-        stream, shown, usage = conn.redacting(), [], {}
+        stream, shown, usage, model = conn.redacting(), [], {}, ""
 
         def show(text: str) -> None:
             if text:
@@ -215,8 +248,9 @@ class ServedReader:
                         )
                     show(stream.feed(piece))
                 usage = as_object(event.get("usage")) or usage
+                model = event["model"] if isinstance(event.get("model"), str) else model
         show(stream.end())
-        return "".join(shown), usage, produced
+        return "".join(shown), usage, produced, model
 
 
 def _texts(event: dict) -> list[str]:

@@ -238,7 +238,7 @@ class Settings(BaseModel):
         "API key, if it needs one, only from the environment variable CRAG_READER_API_KEY.",
     )
     reader_timeout: float = setting(
-        600.0, "Seconds a --reader-url server has for a whole answer.", "reader", answers=False, gt=0, le=86400
+        600.0, "Seconds the reader (engine or server) has for an answer.", "reader", answers=False, gt=0, le=86400
     )
     model: str = setting(
         DEFAULT_MODEL, "Reader: an embedded model (docs/models.md) or a .gguf path.", "reader", answers=True,
