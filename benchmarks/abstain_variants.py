@@ -27,6 +27,7 @@ from crag_cli.reader import prompts
 from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.reader.prompts import CHECK, clean_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 NOT_IN = "Not in the reference."
 VARIANTS = {
@@ -53,7 +54,7 @@ def ask(pipe, question: str, knowledge, instruction: str, max_tokens: int) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--questions", type=Path, required=True)
+    parser.add_argument("--questions", type=data.on_demand, required=True)
     parser.add_argument("--mode", default="crag", choices=("crag", "rag"))
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--out", type=Path, required=True)

@@ -52,6 +52,7 @@ from crag_cli.index import BM25Index  # noqa: E402
 from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.errors import CragError  # noqa: E402
 from crag_cli.train import in_sample, question_fingerprint, seen_by  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
@@ -79,7 +80,7 @@ def ceiling(items: list[Item]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
+    parser.add_argument("--data", type=data.on_demand, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--index", type=Path, required=True, help="a crag index of the folder's corpus.jsonl")
     parser.add_argument(
         "--evaluator",

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 DIM = 384
 
@@ -115,7 +116,7 @@ def folder(data: Path, n: int) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=data.on_demand, required=True)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--sample", type=int, default=512)
     parser.add_argument("--json", type=Path)

@@ -1,17 +1,46 @@
-"""Shared logic of the docs*qa bench folders' make_questions.py and check_questions.py.
+"""The docs*qa domains' question files: made from each domain's ``questions.py`` and checked against its docs.
 
-Standard library only. Each folder's scripts keep their own data (questions, ABSENT,
-WEB and WEB_ABSENT tables, thresholds, split counts); this module holds the rest:
-building, splitting and writing the rows, loading docs/ and web.jsonl, the per-row checks and
-the printed summary.
+Standard library only. A domain (``python benchmarks/data.py unpack DOMAIN`` puts it in ``benchmarks/DOMAIN/``)
+holds ``questions.py``: the hand-written questions (ANSWERABLE, UNANSWERABLE), its split rule and counts, and the
+tables that check them (ABSENT, WEB, WEB_ABSENT). This module holds the rest:
+
+    python benchmarks/docs_questions.py make docs6qa    # writes questions.jsonl and its split files
+    python benchmarks/docs_questions.py check docs6qa   # exits 1 if any hard check fails
+
+(a domain name is ``benchmarks/NAME``, unpacked on demand; any folder with a ``questions.py`` works too).
+
+Hard checks (FAIL):
+  * the question files hold exactly the rows questions.py makes: ids PREFIX-001 ... in order and unique, fields
+    present, each row's split the domain's rule (SPLIT: "hash", stratified by sha256(id); "heldout", every row;
+    "thirds", row i is "diagnosis" when i % 3 == 0; "seeded", a seeded shuffle within the strata answerable /
+    unanswerable-in-web / unanswerable, WANT rows per split and stratum); questions.SPLIT.jsonl the rows of each
+    split, questions.dev.jsonl the diagnosis rows (DEV = "all": every row); each split holds both kinds;
+  * every answerable answer span occurs whole-word, case-insensitively in its doc file (whitespace normalised;
+    one that only matches after stripping backticks/asterisks is reported as "stripped-only"); spans are 1-6
+    words and contain a letter or digit;
+  * the counts of COUNTS (answerable, unanswerable, answered by the web, questions per file; >= 15 files);
+  * for unanswerable questions: none of the key terms of ABSENT occurs in any file of docs/; for
+    answer_in_web == true every evidence regex of WEB occurs in web.jsonl (its rows' texts, whitespace
+    normalised, one a line); for ids in WEB_ABSENT the pattern does not occur in web.jsonl; no table names a row
+    that is not unanswerable, and no answerable row has answer_in_web.
+Soft checks (WARN): an answer span that also occurs in the question.
 """
 
+import argparse
 import collections
 import hashlib
+import importlib.util
 import json
 import random
 import re
+import sys
+from pathlib import Path
 
+import data
+
+HERE = Path(__file__).resolve().parent
+
+DOC_TYPES = (".md", ".rst")
 FIELDS = ["id", "question", "answers", "doc", "answerable", "answer_in_local", "answer_in_web", "split"]
 
 
@@ -60,14 +89,10 @@ def hash_splits(rows):
     """
     out = {}
     for st in ("answerable", "web", "none"):
-        ids = sorted((r["id"] for r in rows if _stratum(r) == st), key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+        ids = sorted((r["id"] for r in rows if stratum(r) == st), key=lambda i: hashlib.sha256(i.encode()).hexdigest())
         for k, i in enumerate(ids):
             out[i] = "diagnosis" if k < (len(ids) + 1) // 2 else "heldout"
     return out
-
-
-def _stratum(r):
-    return "answerable" if r["answerable"] else ("web" if r["answer_in_web"] else "none")
 
 
 def write_jsonl(path, rows):
@@ -75,33 +100,6 @@ def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
-def write_index_splits(here, rows):
-    """Write ``questions.jsonl``, the diagnosis and held-out split files and ``questions.dev.jsonl`` (= diagnosis)
-    under ``here``, and print what was written (the folders split by index)."""
-    diagnosis = [r for r in rows if r["split"] == "diagnosis"]
-    write_jsonl(here / "questions.jsonl", rows)
-    write_jsonl(here / "questions.diagnosis.jsonl", diagnosis)
-    write_jsonl(here / "questions.heldout.jsonl", [r for r in rows if r["split"] == "heldout"])
-    write_jsonl(here / "questions.dev.jsonl", diagnosis)
-    print(f"wrote {len(rows)} questions ({len(diagnosis)} diagnosis, {len(rows) - len(diagnosis)} heldout)")
-
-
-def check_split_files(here, rows, splits, fails):
-    """Check each split's file (and ``questions.dev.jsonl`` = diagnosis) against the rows, and that each split holds
-    both kinds; return the rows by split."""
-    by_split = {s: [r for r in rows if r.get("split") == s] for s in splits}
-    for s in splits:
-        if load_jsonl(here / f"questions.{s}.jsonl") != by_split[s]:
-            fails.append(f"questions.{s}.jsonl differs from the {s} rows of questions.jsonl")
-    if load_jsonl(here / "questions.dev.jsonl") != by_split["diagnosis"]:
-        fails.append("questions.dev.jsonl differs from the diagnosis rows")
-    for s in splits:
-        kinds = {r["answerable"] for r in by_split[s]}
-        if kinds != {True, False}:
-            fails.append(f"split {s} lacks answerable or unanswerable rows")
-    return by_split
 
 
 def print_splits(by_split):
@@ -119,11 +117,11 @@ def load_jsonl(path):
 
 
 def load_sources(here):
-    """Return ``(docs, web_rows, web_joined)``: docs/*.md by name, web.jsonl's rows and their texts joined."""
-    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted((here / "docs").glob("*.md"))}
-    web_text = (here / "web.jsonl").read_text(encoding="utf-8")
-    web_rows = [json.loads(line) for line in web_text.splitlines() if line.strip()]
-    return docs, web_rows, "\n".join(r["text"] for r in web_rows)
+    """Return ``(docs, web_rows, web_joined)``: docs/*.md and *.rst by name, web.jsonl's rows and their texts, whitespace
+    normalised, one a line."""
+    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted((here / "docs").iterdir()) if p.suffix in DOC_TYPES}
+    web_rows = load_jsonl(here / "web.jsonl")
+    return docs, web_rows, "\n".join(norm_ws(r["text"]) for r in web_rows)
 
 
 def norm_ws(s):
@@ -307,24 +305,6 @@ def print_tail(docs, per_file, stripped_only, warns, fails):
     return 1 if fails else 0
 
 
-def check_and_report(
-    here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable, max_per_file=6
-):
-    """The checks and summary every held-out-split folder ends with (docs3qa onwards): the split files, the answer
-    spans and key terms (``sources``: load_sources' docs, web rows and joined web text; ``tables``: the ABSENT, WEB
-    and WEB_ABSENT tables, strict), the counts (at least 4 answered by the web, at most ``max_per_file`` answerable
-    questions a file); prints the summary and returns the exit code."""
-    docs, web_rows, web_joined = sources
-    by_split = check_split_files(here, rows, splits, fails)
-    stripped_only, per_file = check_content(rows, docs, web_joined, *tables, fails, warns, strict=True)
-    counts = check_counts(rows, per_file, fails, min_answerable, min_unanswerable, min_web=4, max_per_file=max_per_file)
-    print_head(docs, web_rows, rows, counts)
-    print_splits(by_split)
-    return print_tail(docs, per_file, stripped_only, warns, fails)
-
-
-# --------------------------------------------------------------------------- the seeded split (docs5qa onwards)
-
 STRATA = ("answerable", "web", "none")  # answerable; unanswerable but answered by the web; unanswerable everywhere
 
 
@@ -346,35 +326,114 @@ def seeded_splits(rows, seed, diagnosis):
     return out
 
 
-def write_seeded(here, prefix, answerable, unanswerable, seed, diagnosis):
-    """A make_questions.py's work: the rows, split by :func:`seeded_splits`, written by :func:`write_index_splits`."""
-    rows = make_rows(prefix, answerable, unanswerable, lambda i: None)
-    for i, split in seeded_splits(rows, seed, diagnosis).items():
+# --------------------------------------------------------------------------- a domain's questions.py made and checked
+
+
+def load_spec(here):
+    """The domain folder's ``questions.py`` as a module."""
+    sys.dont_write_bytecode = True  # write nothing into the domain's folder
+    spec = importlib.util.spec_from_file_location(f"questions_{here.name}", here / "questions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def splits_of(rows, spec):
+    """Row index -> split by the domain's rule (``spec.SPLIT``)."""
+    if spec.SPLIT == "hash":
+        by_id = hash_splits(rows)
+        return {i: by_id[r["id"]] for i, r in enumerate(rows)}
+    if spec.SPLIT == "heldout":
+        return {i: "heldout" for i in range(len(rows))}
+    if spec.SPLIT == "thirds":
+        return {i: "diagnosis" if i % 3 == 0 else "heldout" for i in range(len(rows))}
+    if spec.SPLIT == "seeded":
+        return seeded_splits(rows, spec.SEED, spec.DIAGNOSIS)
+    raise ValueError(f"unknown SPLIT {spec.SPLIT!r}")
+
+
+def build(spec):
+    """The rows the domain's questions.py makes, split."""
+    rows = make_rows(spec.PREFIX, spec.ANSWERABLE, spec.UNANSWERABLE, lambda i: None)
+    for i, split in splits_of(rows, spec).items():
         rows[i]["split"] = split
-    write_index_splits(here, rows)
+    return rows
 
 
-def check_seeded(here, prefix, split, want, tables, min_answerable, min_unanswerable, max_per_file=6):
-    """A check_questions.py's work for a seeded split: the rows of ``here``'s questions.jsonl checked (ids of
-    ``prefix``; each row's split the one ``split(rows)`` gives, the folder's make_questions rule; ``want``: rows per
-    (split, stratum)), then :func:`check_and_report`. Returns the exit code."""
-    fails, warns = [], []
-    rows = load_jsonl(here / "questions.jsonl")
-    docs, web_rows, _ = load_sources(here)
-    web_joined = "\n".join(norm_ws(r["text"]) for r in web_rows)  # one row a line, whitespace normalised
-    want_split = split(rows)
+def files_of(rows, spec):
+    """File name -> rows: questions.jsonl, one file a split present, questions.dev.jsonl (diagnosis, or DEV)."""
+    out = {"questions.jsonl": rows}
+    for split in ("diagnosis", "heldout"):
+        part = [r for r in rows if r.get("split") == split]
+        if part:
+            out[f"questions.{split}.jsonl"] = part
+    out["questions.dev.jsonl"] = (
+        rows if getattr(spec, "DEV", "diagnosis") == "all" else out["questions.diagnosis.jsonl"]
+    )
+    return out
+
+
+def make(here):
+    """Write the domain's question files from its questions.py; print what was written."""
+    spec = load_spec(here)
+    rows = build(spec)
+    for name, part in files_of(rows, spec).items():
+        write_jsonl(here / name, part)
+    n_diag = sum(r["split"] == "diagnosis" for r in rows)
+    print(f"wrote {len(rows)} questions ({n_diag} diagnosis, {len(rows) - n_diag} heldout)")
+
+
+def check(here):
+    """Check the domain's question files against its questions.py, docs/ and web.jsonl (the module docstring's list);
+    print a summary and return the exit code (1 on any failure)."""
+    spec, fails, warns = load_spec(here), [], []
+    rows, want = load_jsonl(here / "questions.jsonl"), build(spec)
+    docs, web_rows, web_joined = load_sources(here)
 
     def split_error(i, r):
-        if r.get("split") != want_split[i]:
-            return f"{r.get('id')}: split {r.get('split')!r} != {want_split[i]!r} (index {i})"
+        got, rule = r.get("split"), want[i]["split"] if i < len(want) else None
+        return None if got == rule else f"{r.get('id')}: split {got!r} != {rule!r} (index {i}, rule {spec.SPLIT})"
 
-    check_rows(rows, fails, split_error, id_prefix=prefix)
+    check_rows(rows, fails, split_error, id_prefix=spec.PREFIX)
+    if rows != want:
+        fails.append("questions.jsonl differs from the rows questions.py makes (run: docs_questions.py make)")
+    files = files_of(rows, spec)
+    for name in sorted({p.name for p in here.glob("questions.*jsonl")} | set(files)):
+        if name not in files:
+            fails.append(f"{name} is there, but no row is of its split")
+        elif not (here / name).is_file() or load_jsonl(here / name) != files[name]:
+            fails.append(f"{name} differs from the rows of questions.jsonl it should hold")
+    splits = [s for s in ("diagnosis", "heldout") if f"questions.{s}.jsonl" in files]
+    by_split = {s: [r for r in rows if r.get("split") == s] for s in splits}
+    for split, part in by_split.items():
+        if {r["answerable"] for r in part} != {True, False}:
+            fails.append(f"split {split} lacks answerable or unanswerable rows")
     got = collections.Counter((r.get("split"), stratum(r)) for r in rows)
-    for key, n in want.items():
+    for key, n in getattr(spec, "WANT", {}).items():
         if got[key] != n:
             fails.append(f"split {key[0]} has {got[key]} {key[1]} rows, want {n}")
-    splits = tuple(dict.fromkeys(k[0] for k in want))
-    sources = (docs, web_rows, web_joined)
-    return check_and_report(
-        here, rows, sources, tables, splits, fails, warns, min_answerable, min_unanswerable, max_per_file
-    )
+    tables = (spec.ABSENT, spec.WEB, spec.WEB_ABSENT)
+    stripped_only, per_file = check_content(rows, docs, web_joined, *tables, fails, warns, strict=True)
+    counts = check_counts(rows, per_file, fails, **spec.COUNTS)
+    print_head(docs, web_rows, rows, counts)
+    print_splits(by_split)
+    return print_tail(docs, per_file, stripped_only, warns, fails)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Make or check a docs*qa domain's question files.")
+    parser.add_argument("command", choices=("make", "check"))
+    parser.add_argument("domain", help="a domain's name (benchmarks/NAME, unpacked on demand) or its folder")
+    args = parser.parse_args(argv)
+    here = Path(args.domain) if "/" in args.domain else HERE / args.domain
+    data.on_demand(str(here))
+    if not (here / "questions.py").is_file():
+        parser.error(f"{here} holds no questions.py")
+    if args.command == "make":
+        make(here)
+        return 0
+    return check(here)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

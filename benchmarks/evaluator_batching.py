@@ -17,12 +17,13 @@ import argparse
 import json
 import time
 from pathlib import Path
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--questions", type=Path, required=True)
+    parser.add_argument("--questions", type=data.on_demand, required=True)
     parser.add_argument("--evaluator", default="minilm")
     parser.add_argument("--questions-n", type=int, default=40)
     parser.add_argument("-k", type=int, default=10)

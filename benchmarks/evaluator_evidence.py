@@ -21,7 +21,7 @@ best score at which every fitted set's questions called Correct hold the answer 
 each set's Correct calls are printed; ``--write DIR`` stores the combination and threshold in the trained
 evaluator's manifest as its ``evidence`` (what ``--evidence`` reads: :class:`crag_cli.evaluator.EvidenceFit`).
 The shipped ``minilm`` evaluator's was written so, fitted on PopQA validation and SQuAD
-(``evidence-issue50/`` in ``benchmarks/results/options.tar.xz``); COVID-QA fits and calibrates nothing.
+(``evidence-issue50/`` in ``benchmarks/results/records.tar.xz``); COVID-QA fits and calibrates nothing.
 """
 
 from __future__ import annotations

@@ -37,12 +37,13 @@ from crag_cli import assemble
 from crag_cli.action.trigger import Action  # noqa: E402
 from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--data", type=data.on_demand, required=True)
+    ap.add_argument("--questions", type=data.on_demand)
     ap.add_argument("--sample", type=int)
     ap.add_argument("--index", type=Path, required=True)
     ap.add_argument("--evaluator", default=None)

@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import paired, paired_f1, score_records  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def read_records(path: Path) -> list[dict]:
@@ -39,7 +40,7 @@ def points(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--questions", type=data.on_demand, required=True)
     ap.add_argument("records", type=Path)
     ap.add_argument("baselines", type=Path, nargs="+")
     args = ap.parse_args(argv)

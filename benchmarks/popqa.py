@@ -113,6 +113,7 @@ from crag_cli.settings import Settings  # noqa: E402
 from crag_cli.action.match import holds_answer, token_scores  # noqa: E402  (the one definition of "holds a gold answer")
 from crag_cli.action.evaltest import in_sample_note  # noqa: E402
 from crag_cli.train import in_sample as evaluator_in_sample  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def previous_web_port(out: Path) -> int:
@@ -649,11 +650,14 @@ def parse_modes(parser: argparse.ArgumentParser, text: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmark of crag's modes on a bench folder (PopQA, COVID-QA, ...).")
     parser.add_argument(
-        "--data", type=Path, required=True, help="folder with docs/ or corpus.jsonl, web.jsonl, questions.dev.jsonl"
+        "--data",
+        type=data.on_demand,
+        required=True,
+        help="folder with docs/ or corpus.jsonl, web.jsonl, questions.dev.jsonl",
     )
     parser.add_argument(
         "--questions",
-        type=Path,
+        type=data.on_demand,
         default=None,
         help="questions to ask (default: DIR/questions.dev.jsonl), before --limit and --sample",
     )

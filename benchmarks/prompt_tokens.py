@@ -19,6 +19,7 @@ from pathlib import Path
 from crag_cli.reader import EngineReader, ReaderOptions
 from crag_cli.reader.prompts import KnowledgeItem, build_messages
 from crag_cli.settings import Settings
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "popqa" / "questions.dev.jsonl"
 
@@ -26,7 +27,7 @@ DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "popqa" / "
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+")
-    ap.add_argument("--questions", type=Path, default=DEFAULT)
+    ap.add_argument("--questions", type=data.on_demand, default=DEFAULT)
     ap.add_argument("--n", type=int, default=60)
     args = ap.parse_args(argv)
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]

@@ -39,6 +39,7 @@ from crag_cli import assemble
 from crag_cli.action.trigger import Action  # noqa: E402
 from crag_cli.action.match import holds_answer  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 # name -> (settings, which retrieved passages refinement reads: those scoring at least "lower", at least
 # "filter", "all", or None: crag's own rule, Pipeline._kept)
@@ -88,8 +89,8 @@ class Memo:
 def diagnosis_questions(description: str, argv: list[str] | None) -> tuple[argparse.Namespace, Path, list[dict]]:
     """The diagnosis scripts' command line (``--data --questions --index --sample --cache``) and their questions."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--data", type=data.on_demand, required=True)
+    ap.add_argument("--questions", type=data.on_demand)
     ap.add_argument("--index", type=Path, required=True)
     ap.add_argument("--sample", type=int)
     ap.add_argument("--cache", type=Path)

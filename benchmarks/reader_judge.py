@@ -26,6 +26,7 @@ from crag_cli.documents.passages import split_sentences  # noqa: E402
 from crag_cli.action.match import holds_answer, quote  # noqa: E402
 from crag_cli.reader.prompts import JUDGE, KnowledgeItem, build_messages, clean_answer, says_yes  # noqa: E402
 from crag_cli.settings import Settings  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def judge(pipe, row: dict, top: int) -> dict:
@@ -60,7 +61,7 @@ def judge(pipe, row: dict, top: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--questions", type=Path, required=True)
+    parser.add_argument("--questions", type=data.on_demand, required=True)
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()

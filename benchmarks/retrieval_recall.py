@@ -27,14 +27,17 @@ from pathlib import Path
 
 from crag_cli.index import BM25Index
 from crag_cli.action.match import holds_answer
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("bench", type=Path)
+    ap.add_argument("bench", type=data.on_demand)
     ap.add_argument("--index", type=Path, required=True)
     ap.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10])
-    ap.add_argument("--questions", type=Path, help="a question file (default: the folder's questions.dev.jsonl)")
+    ap.add_argument(
+        "--questions", type=data.on_demand, help="a question file (default: the folder's questions.dev.jsonl)"
+    )
     ap.add_argument("--hits", type=Path, help="also write every question's top passage ids here (JSONL)")
     ap.add_argument("--per-document", action="store_true", help="index each question's document alone (docs/)")
     args = ap.parse_args(argv)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one definition)
 
 from crag_cli.train import question_key  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def split(lines: list[str], test: int) -> tuple[list[str], list[str]]:
@@ -80,7 +81,7 @@ def folds(lines: list[str], test: int, k: int) -> list[tuple[list[str], list[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder with questions.dev.jsonl")
+    parser.add_argument("--data", type=data.on_demand, required=True, help="folder with questions.dev.jsonl")
     parser.add_argument("--test", type=int, default=200, help="questions held out (the benchmark's --sample N)")
     parser.add_argument("--folds", type=int, default=1, help="cross-fitting folds (fold 1 is the held-out part)")
     parser.add_argument("--out", type=Path, required=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from popqa import spread_sample  # noqa: E402  (the benchmark's own sample: one definition)
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def parse_run(text: str) -> tuple[int, int, bool, int]:
@@ -51,7 +52,7 @@ def differing(records: list[dict], reference: list[dict]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Throughput of crag batch with workers and threads.")
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=data.on_demand, required=True)
     parser.add_argument("--sample", type=int, default=100)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--mode", default="crag", choices=["crag", "rag"])

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from popqa import spread_sample  # noqa: E402
 
 from crag_cli.reader.prompts import TASK_CHOICES  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 SHOWN_STAGES = ("evaluate", "refine", "rewrite", "search", "generate")  # the stage columns of results.md
 
@@ -50,12 +51,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data",
-        type=Path,
+        type=data.on_demand,
         required=True,
         help="bench folder: docs/ (indexed as crag index reads it) or corpus.jsonl, web.jsonl, questions.dev.jsonl",
     )
     parser.add_argument(
-        "--questions", type=Path, default=None, help="ask these questions (default DATA/questions.dev.jsonl)"
+        "--questions", type=data.on_demand, default=None, help="ask these questions (default DATA/questions.dev.jsonl)"
     )
     parser.add_argument("--sample", type=int, default=None, help="N questions spread over the file")
     parser.add_argument("--model", default=None, help="reader (default: crag's default)")

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crag_cli.index import TokenizerSettings  # noqa: E402
+import data  # noqa: E402  (a path under benchmarks/DOMAIN/ is unpacked on demand)
 
 
 def load_pages(path: Path) -> "OrderedDict[str, list[str]]":
@@ -134,7 +135,7 @@ def start_in_thread(web: Path, port: int = 0) -> tuple[ThreadingHTTPServer, str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--web", type=Path, required=True, help="web.jsonl (id, title, text)")
+    parser.add_argument("--web", type=data.on_demand, required=True, help="web.jsonl (id, title, text)")
     parser.add_argument("--port", type=int, default=8799, help="port on 127.0.0.1 (0: any free port)")
     args = parser.parse_args()
     server = make_server(args.web, port=args.port)

@@ -396,3 +396,64 @@ def test_not_found_is_counted_apart_for_questions_the_folder_cannot_answer():
         "share": 0.0,
     }
     assert "| crag | 1 / 2 | 1 / 1 | 0 / 1 |" in popqa.not_found_table({"crag": {"not_found": shares}})
+
+
+def test_domain_archives_agree_with_their_manifest_and_pack_again_to_the_same_bytes(tmp_path, monkeypatch):
+    import data
+
+    assert data.check() == [] and "docs6qa" in data.domains()
+    shipped = (data.ARCHIVES / "docs6qa.tar.xz").read_bytes()
+    data.unpack("docs6qa", tmp_path / "src")
+    monkeypatch.setattr(data, "ARCHIVES", tmp_path)
+    monkeypatch.setattr(data, "SUMS", tmp_path / "SHA256SUMS")
+    assert data.pack("docs6qa", tmp_path / "src").read_bytes() == shipped  # sorted names, fixed time and owner
+    assert data.check(["docs6qa"]) == []
+    (tmp_path / "src" / "docs6qa" / "web.jsonl").write_text("{}\n")
+    data.pack("docs6qa", tmp_path / "src")
+    monkeypatch.setattr(data, "SUMS", tmp_path / "other")
+    (tmp_path / "other").write_text((tmp_path / "SHA256SUMS").read_text().replace("docs6qa/web.jsonl", "docs6qa/x"))
+    assert data.check(["docs6qa"]) == [
+        "docs6qa/web.jsonl: in the archive, not in SHA256SUMS",
+        "docs6qa/x: in SHA256SUMS, not in the archive",
+    ]
+
+
+def test_unpacking_never_replaces_a_file_and_a_missing_domain_path_is_unpacked_on_demand(tmp_path, monkeypatch):
+    import data
+
+    mine = tmp_path / "docs6qa" / "web.jsonl"
+    mine.parent.mkdir()
+    mine.write_text("mine\n")
+    with pytest.raises(FileExistsError):
+        data.unpack("docs6qa", tmp_path)
+    assert mine.read_text() == "mine\n" and not (tmp_path / "docs6qa" / "questions.jsonl").exists()
+    mine.unlink()
+    assert data.unpack("docs6qa", tmp_path) == tmp_path / "docs6qa"
+    data.unpack("docs6qa", tmp_path)  # again: the same bytes are there, nothing to do
+    monkeypatch.setattr(data, "HERE", tmp_path / "bench")
+    wanted = tmp_path / "bench" / "docs5qa" / "questions.heldout.jsonl"
+    assert data.on_demand(str(wanted)) == wanted and wanted.is_file()
+    assert data.on_demand(str(tmp_path / "elsewhere")) == tmp_path / "elsewhere"  # not a domain's: left alone
+
+
+def test_a_domains_questions_py_makes_the_shipped_question_files_and_the_check_catches_a_changed_answer(
+    tmp_path, capsys
+):
+    import data
+    import docs_questions
+
+    here = data.unpack("docs6qa", tmp_path)
+    shipped = {p.name: p.read_bytes() for p in here.glob("questions*.jsonl")}
+    assert len(shipped) == 4
+    for name in shipped:
+        (here / name).unlink()
+    docs_questions.make(here)
+    assert {p.name: p.read_bytes() for p in here.glob("questions*.jsonl")} == shipped
+    assert docs_questions.check(here) == 0 and capsys.readouterr().out.endswith("OK\n")
+    rows = docs_questions.load_jsonl(here / "questions.jsonl")
+    rows[0]["answers"] = ["an answer no doc holds"]
+    docs_questions.write_jsonl(here / "questions.jsonl", rows)
+    assert docs_questions.check(here) == 1
+    out = capsys.readouterr().out
+    assert "FAIL docs6qa-001: answer 'an answer no doc holds' not found in why.md" in out
+    assert "questions.jsonl differs from the rows questions.py makes" in out

@@ -67,3 +67,50 @@ def test_readme_is_a_guide_that_links_every_page_of_docs():
     for page in (ROOT / "docs").glob("*.md"):  # links between the pages and back to README resolve
         for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text()):
             assert (page.parent / target).resolve().is_file(), (page.name, target)
+
+
+def _first_screen_problems(text):
+    """What README's first 50 lines lack: the sentence, the bullets, the two set-up commands, a transcript."""
+    screen = "\n".join(text.splitlines()[:50])
+    setup = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    problems = [] if screen.startswith("# crag") and "crag answers questions" in screen else ["the sentence"]
+    if sum(line.startswith("- ") for line in screen.splitlines()) < 3:
+        problems.append("the bullets")
+    commands = re.findall(r"```bash\n(.*?)\n```", setup, re.S)
+    if len(commands) != 2 or not all(f"```bash\n{c}\n```" in screen for c in commands):
+        problems.append("the two commands")
+    if not any("action:" in t and "source [1]" in t for t in re.findall(r"```text\n(.*?)\n```", screen, re.S)):
+        problems.append("a transcript")
+    return problems
+
+
+def _how_well_problems(text):
+    """'How well it works': at most 15 non-blank lines, a row per domain, web off and on, no commit id."""
+    section = text.split("## How well it works\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.strip()]
+    problems = [f"{len(lines)} non-blank lines"] if len(lines) > 15 else []
+    commits = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", section) if re.search("[a-f]", w) and re.search("[0-9]", w)]
+    problems += [f"commit {c}" for c in commits]
+    rows = [line for line in lines if line.startswith("| ")]
+    for domain in ("docs folder", "COVID-QA", "PopQA"):
+        for web in ("web off", "web on"):
+            if not any(domain in row and web in row for row in rows):
+                problems.append(f"no row for {domain}, {web}")
+    return problems
+
+
+def test_readme_first_screen_holds_the_sentence_the_bullets_the_two_commands_and_a_transcript():
+    assert _first_screen_problems((ROOT / "README.md").read_text()) == []
+    assert _first_screen_problems("# crag\n\n## Set-up\n\n```bash\nx\n```\n") == [
+        "the sentence",
+        "the bullets",
+        "the two commands",
+        "a transcript",
+    ]
+
+
+def test_how_well_it_works_is_a_short_table_a_row_a_domain_and_no_commit_ids():
+    assert _how_well_problems((ROOT / "README.md").read_text()) == []
+    long = "## How well it works\n" + "| docs folder, web off | 1 |\n" * 16 + "at 12a2e2b\n## Next\n"
+    assert "17 non-blank lines" in _how_well_problems(long) and "commit 12a2e2b" in _how_well_problems(long)
+    assert "no row for PopQA, web on" in _how_well_problems(long)
