@@ -11,7 +11,7 @@
   write, bytes on disk, resident memory after 20 searches, and the p50 / p99 search latency.
 
 * **a folder** (``--files N``): N ``.txt`` files of one passage each (the data's first N passages, title and
-  text), indexed by ``crag index`` in a fresh process (its peak memory alone) with and without ``--no-dense``, then one file changed and
+  text; past its size, its passages again), indexed by ``crag index`` in a fresh process (its peak memory alone) with and without ``--no-dense``, then one file changed and
   indexed again: seconds and peak resident memory (``ru_maxrss`` of the child) of each.
 
 Prints a Markdown table; ``--json FILE`` writes the figures.
@@ -93,7 +93,8 @@ def search(path: str, n: int) -> dict:
 
 def folder(data: Path, n: int) -> list[dict]:
     """``crag index`` of a folder of ``n`` one-passage files, with and without the dense part, then one change."""
-    rows = [json.loads(line) for _, line in zip(range(n), open(data / "corpus.jsonl"))]
+    corpus = [json.loads(line) for _, line in zip(range(n), open(data / "corpus.jsonl"))]
+    rows = [corpus[i % len(corpus)] for i in range(n)]  # past the corpus's size its passages again, as other files
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(tmp) / "docs"
