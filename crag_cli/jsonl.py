@@ -1,4 +1,4 @@
-"""The one reader of JSON text from outside: every JSON line crag reads goes through :func:`parse`.
+"""The one parser of JSON text from outside: every JSON line crag reads goes through :func:`parse`.
 
 A line of JSON can fail in more ways than :class:`json.JSONDecodeError`: an
 integer of thousands of digits (``ValueError``), nesting deeper than Python's

@@ -234,7 +234,7 @@ def await_folder(index_dir: Path, seconds: float = 2.0) -> None:
     the two, for an instant, there is no folder. A missing folder is looked for
     again a few times; then an interrupted rebuild is recovered (under the
     index's lock, :func:`recover_index`); while another run holds that lock
-    (a rebuild, or a reader recovering it) it is waited for, up to ``seconds``.
+    (a rebuild, or a process that opened it recovering it) it is waited for, up to ``seconds``.
     """
     from time import monotonic, sleep
 
@@ -246,7 +246,7 @@ def await_folder(index_dir: Path, seconds: float = 2.0) -> None:
         sleep(0.002)
     while not index_dir.is_dir():
         try:
-            with files.Lock(index_dir, "index"):  # not while a build (or another reader) recovers it
+            with files.Lock(index_dir, "index"):  # not while a build (or another process that opened it) recovers it
                 recover_index(index_dir)
         except CragError:  # held (the lock file is there) and not for long: wait; else it cannot be locked
             if files.lock_path(index_dir).exists() and monotonic() < deadline:
@@ -320,7 +320,7 @@ def recover_index(index_dir: Path) -> str | None:
         new = [p for p in stale if p != old and p.name.startswith(pid + "-") and is_crag_index(p)]
         try:
             os.replace(new[0] if new else old, index_dir)
-        except OSError:  # (a reader without write access to the folder): left for crag index
+        except OSError:  # (a process without write access to the folder): left for crag index
             return None
         if new:
             files.remove(old)
