@@ -517,3 +517,16 @@ def test_an_index_garbled_under_a_valid_header_is_corrupt_at_load_and_a_rebuild_
     report = build_index(docs_dir, built_index)  # nothing of it is taken over: read again, whole
     assert report.status == "built" and report.reused == 0
     assert BM25Index.load(built_index).search("capital of Germany", 1)[0].passage.source == "berlin.md"
+
+
+def test_an_index_whose_manifest_says_readers_is_updated_without_reading_a_file(docs_dir, tmp_path):
+    """Before 0.2.0 the manifest called the parsers' version ``readers``: such an index is not rebuilt whole."""
+    out = tmp_path / "ix"
+    first = build_index(docs_dir, out)
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["readers"] = manifest.pop("parsers")
+    path.write_text(json.dumps(manifest))
+    again = build_index(docs_dir, out)
+    assert (again.read, again.reused) == (0, first.files)
+    assert "parsers" in json.loads(path.read_text()) and "readers" not in json.loads(path.read_text())
