@@ -69,31 +69,18 @@ def read_pdf(
     Raises
     ------
     Unreadable
-        Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan).
+        Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan); a
+        page that needs more memory or time than crag gives it, or too much text (:mod:`crag_cli.pdfworker`).
     """
-    import pypdfium2 as pdfium
+    from .pdfworker import read_pages
 
-    try:
-        pdf = pdfium.PdfDocument(str(path))
-    except pdfium.PdfiumError as exc:
-        raise Unreadable(_open_failure(path, exc)) from None
-    try:
-        total = len(pdf)
-        pages = []
-        for i in range(total):
-            try:
-                pages.append(_page_text(pdf, i))
-            except pdfium.PdfiumError:
-                pages.append("")
-                if skipped is not None:
-                    skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
-            if on_page is not None and ((i + 1) % 25 == 0 or i + 1 == total) and total >= 50:
-                on_page(i + 1, total)
-        title = _title(pdf.get_metadata_dict().get("Title") or "")
-    except pdfium.PdfiumError as exc:
-        raise Unreadable(f"unreadable PDF ({_first_words(exc)})") from None
-    finally:
-        pdf.close()
+    pages, title = read_pages(path, on_page)
+    total = len(pages)
+    for i, page in enumerate(pages):
+        if page is None and skipped is not None:
+            skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
+    pages = [page or "" for page in pages]
+    title = _title(title)
     if not total:
         raise Unreadable("a PDF with no pages")
     if not any(p.strip() for p in pages):

@@ -801,6 +801,80 @@ def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpa
     assert snapshot(docs_dir) == before
 
 
+def pdf_bomb(path: Path, operators: int, text: bytes = b"(x) Tj\n") -> Path:
+    """A PDF of one page whose Flate-compressed content stream unpacks to ``operators`` copies of ``text``."""
+    import zlib
+
+    content = zlib.compress(b"BT /F1 12 Tf 72 720 Td\n" + text * operators + b"ET\n", 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
+        b"/Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, obj in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, obj)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+@pytest.fixture()
+def pdf_child():
+    """:mod:`crag_cli.pdfworker` with no child running before and after (a test's limits end with it)."""
+    from crag_cli import pdfworker
+
+    pdfworker._stop()
+    yield pdfworker
+    pdfworker._stop()
+
+
+def test_a_pdf_content_bomb_is_skipped_at_the_memory_limit_and_the_folder_indexed(
+    docs_dir, tmp_path, monkeypatch, pdf_child
+):
+    from test_documents import make_pdf
+
+    from crag_cli.index import BM25Index
+
+    monkeypatch.setattr(pdf_child, "PDF_MEMORY", 150 << 20)
+    pdf_bomb(docs_dir / "bomb.pdf", 500_000)  # 5 KB; PDFium takes about 300 MB to read its page
+    make_pdf(docs_dir / "keeper.pdf", ["The new lighthouse keeper is Marta Quintero."], title="Keeper")
+    started = time.perf_counter()
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert time.perf_counter() - started < 60
+    assert "skipped bomb.pdf: page 1 needs more than 150 MB of memory to read (a content bomb?)" in r.stderr
+    hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
+    assert hit.doc_id == "keeper.pdf"  # the next PDF is read by a new child, and the folder's other files too
+
+
+def test_a_pdf_page_past_the_time_limit_is_ended_and_named(tmp_path, monkeypatch, pdf_child):
+    from test_documents import make_pdf
+
+    from crag_cli.documents import Unreadable, read_pdf
+
+    good = make_pdf(tmp_path / "good.pdf", ["The harbour wall was repaired in May."])
+    assert "harbour wall" in read_pdf(good, "good.pdf")[0].text  # the child is running
+    pid = pdf_child._child.proc.pid
+    monkeypatch.setattr(pdf_child, "PDF_PAGE_SECONDS", 0.3)
+    started = time.perf_counter()
+    with pytest.raises(Unreadable, match=r"^page 1 took more than 0\.3 s to read \(a content bomb\?\)$"):
+        read_pdf(pdf_bomb(tmp_path / "slow.pdf", 500_000), "slow.pdf")  # about 1 s of PDFium's time
+    assert time.perf_counter() - started < 5
+    assert not _running(pid)  # the child was ended, not left reading
+    monkeypatch.setattr(pdf_child, "PDF_MAX_TEXT", 20)
+    with pytest.raises(Unreadable, match="^too much text: more than 20 characters"):
+        read_pdf(good, "good.pdf")
+    monkeypatch.undo()
+    assert read_pdf(good, "good.pdf")[0].title == "Harbour Report"
+
+
 def test_five_hundred_tiny_files_are_indexed_and_one_change_reads_one_file(tmp_path):
     docs = tmp_path / "docs"
     for i in range(500):
