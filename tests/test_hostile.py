@@ -819,7 +819,9 @@ def pdf_bomb(path: Path, operators: int, text: bytes = b"(x) Tj\n") -> Path:
         offsets.append(len(out))
         out += b"%d 0 obj\n%s\nendobj\n" % (n, obj)
     xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(
+        b"%010d 00000 n \n" % o for o in offsets
+    )
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     path.write_bytes(bytes(out))
     return path
