@@ -750,27 +750,35 @@ def _one_text_node(chars: int) -> Callable[[IO[bytes]], None]:
     return lambda f: f.write(b"<w:p><w:r><w:t>" + b"word " * (chars // 5 + 1) + b"</w:t></w:r></w:p>")
 
 
-def _lying_sizes(path: Path) -> Path:
+def _lying_sizes(path: Path, checksum: bool = False) -> Path:
     """``path`` with the zip directory's and the local header's unpacked size of ``word/document.xml`` set to
-    1000 bytes, far less than it unpacks to."""
+    1000 bytes, far less than it unpacks to (with ``checksum``, its CRC-32 that of those first 1000 bytes, so
+    that zipfile's own check passes)."""
     import struct
+    import zipfile
+    import zlib
 
+    with zipfile.ZipFile(path) as z, z.open("word/document.xml") as f:
+        crc = zlib.crc32(f.read(1000))
     data = bytearray(path.read_bytes())
     name = b"word/document.xml"
     at = data.find(b"PK\x01\x02")
     while at >= 0:
         n = struct.unpack_from("<H", data, at + 28)[0]
         if data[at + 46 : at + 46 + n] == name:
+            local = struct.unpack_from("<I", data, at + 42)[0]
             struct.pack_into("<I", data, at + 24, 1000)
-            struct.pack_into("<I", data, struct.unpack_from("<I", data, at + 42)[0] + 22, 1000)
+            struct.pack_into("<I", data, local + 22, 1000)
+            if checksum:
+                struct.pack_into("<I", data, at + 16, crc)
+                struct.pack_into("<I", data, local + 14, crc)
         at = data.find(b"PK\x01\x02", at + 4)
     path.write_bytes(bytes(data))
     return path
 
 
 def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpacked(docs_dir, tmp_path, monkeypatch):
-    import docx
-
+    from crag_cli import documents
     from crag_cli.documents import DOCX_MAX_XML
     from crag_cli.index import BM25Index
 
@@ -780,8 +788,8 @@ def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpa
     _lying_sizes(_docx(docs_dir / "lies.docx", _paragraphs(2 << 20)))
     _docx(docs_dir / "keeper.docx")
     before = snapshot(docs_dir)
-    opened, real = [], docx.Document
-    monkeypatch.setattr(docx, "Document", lambda path, *a: opened.append(Path(path).name) or real(path, *a))
+    opened, real = [], documents._xml_parts
+    monkeypatch.setattr(documents, "_xml_parts", lambda path: opened.append(Path(path).name) or real(path))
     started = time.perf_counter()
     r = invoke("index", docs_dir, "--index", tmp_path / "ix")
     assert r.exit_code == 0, r.output
@@ -799,6 +807,33 @@ def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpa
     hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
     assert hit.doc_id == "keeper.docx"  # the folder's other files are indexed
     assert snapshot(docs_dir) == before
+
+
+@pytest.mark.parametrize("checksum", ["its own", "of the listed bytes"])
+def test_a_word_file_whose_zip_directory_lies_is_read_in_bounded_memory(checksum, tmp_path):
+    import tracemalloc
+
+    from crag_cli.documents import Unreadable, read_docx
+
+    lies = _docx(tmp_path / "lies.docx", _paragraphs(100 << 20))  # 1000 bytes listed, 100 MB inside
+    _lying_sizes(lies, checksum=checksum != "its own")
+    tracemalloc.start()
+    try:
+        with pytest.raises(Unreadable, match=r"^(a damaged Word file \(Bad CRC-32|unreadable Word XML)"):
+            read_docx(lies, "lies.docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # (the whole part at once before: 100 MB and more)
+
+
+def test_word_xml_is_unpacked_to_the_limit_whatever_the_directory_says(tmp_path, monkeypatch):
+    from crag_cli import documents
+
+    monkeypatch.setattr(documents, "_check_unpacked_size", lambda path: None)  # as if the directory said less
+    monkeypatch.setattr(documents, "DOCX_MAX_XML", 2000)
+    with pytest.raises(documents.Unreadable, match=r"^too large: its XML unpacks to more than 2 KB \(a zip bomb\?\)$"):
+        documents.read_docx(_docx(tmp_path / "keeper.docx"), "keeper.docx")
 
 
 def pdf_bomb(path: Path, operators: int, text: bytes = b"(x) Tj\n") -> Path:
