@@ -1205,3 +1205,47 @@ def test_a_question_line_of_50_mb_is_its_error_record_in_bounded_memory(tmp_path
     ]
     assert peak < 8 << 20, peak  # the 1 MiB a line may be, not the line
     assert time.perf_counter() - started < 5
+
+
+# ----------------------------------------------------------------------------- probe 5: seen, not counted
+
+
+def test_pipes_and_links_to_devices_in_a_folder_are_named_as_skipped(docs_dir, tmp_path):
+    os.mkfifo(docs_dir / "pipe.txt")
+    (docs_dir / "zero.txt").symlink_to("/dev/zero")
+    (docs_dir / "sub" / "random.md").symlink_to("/dev/urandom")
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix", "--no-dense")
+    assert r.exit_code == 0, r.output
+    assert "skipped pipe.txt: a named pipe (FIFO), not a document" in r.stderr
+    assert "skipped zero.txt: a link to a device (/dev/zero), not a document" in r.stderr
+    assert "skipped sub/random.md: a link to a device (/dev/urandom), not a document" in r.stderr
+
+
+def test_a_question_id_that_is_no_finite_number_is_an_error_record(tmp_path):
+    from crag_cli.records import Questions
+
+    path = tmp_path / "q.jsonl"
+    lines = ['{"id": 1e400, "question": "A?"}', '{"id": NaN, "question": "B?"}', '{"id": 2.5, "question": "C?"}']
+    path.write_text("\n".join(lines) + "\n")
+    assert [(q.id, q.error) for q in Questions(path)] == [
+        ("line-1", "'id' must be a finite number (or a string)"),
+        ("line-2", "'id' must be a finite number (or a string)"),
+        ("2.5", None),
+    ]
+
+
+def test_a_crag_toml_that_is_a_folder_is_one_line(docs_dir, tmp_path, monkeypatch):
+    (tmp_path / "crag.toml").mkdir()
+    monkeypatch.chdir(tmp_path)
+    one_error_line(invoke("index", docs_dir, "--index", tmp_path / "ix", "--no-dense"), "crag.toml is a folder")
+
+
+def test_two_builds_of_a_folder_are_the_same_bytes_whatever_the_hash_seed(docs_dir, tmp_path):
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "SOURCE_DATE_EPOCH": "1700000000"}
+        args = [*CRAG, "index", str(docs_dir), "--index", str(tmp_path / seed), "--no-dense"]
+        subprocess.run(args, env=env, check=True, capture_output=True)
+    one, two = snapshot(tmp_path / "1"), snapshot(tmp_path / "2")
+    assert "bm25/vocab.json" in one and "manifest.json" in one
+    assert one == two  # every file: the terms in order, the weights, the manifest (its time the epoch's)
+    assert b'"created": "2023-11-14T22:13:20Z"' in one["manifest.json"]
