@@ -5,8 +5,9 @@ measuring (docs/files-and-safety.md, "PDF and Word files"; ``benchmarks/pdf_extr
 recovered every sentence in reading order from a two-column paper, a report
 with tables and a slide deck, as pypdf and pdfminer.six did, and it marks
 the hyphens that TeX puts at line ends (joined here), at 5 to 30 times
-their speed. Pages are read one at a time and closed, so memory stays bounded
-by the text, not the file. Lines that repeat at the top or bottom of most
+their speed. Pages are read one at a time and closed, in a child process with
+a memory and a time limit (:mod:`crag_cli.pdfworker`: a content bomb is one
+skipped file). Lines that repeat at the top or bottom of most
 pages (running headers and footers, page numbers) are dropped.
 
 ``.docx`` files are read with python-docx: paragraphs and tables in document

@@ -162,7 +162,10 @@ def _serve(down: int, up: int, memory: int) -> None:
     import resource
     from multiprocessing.connection import Connection
 
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    except (ValueError, OSError):  # a system that does not take the limit (macOS): the time limit still holds
+        pass
     import pypdfium2 as pdfium
 
     inp, out = Connection(down, writable=False), Connection(up, readable=False)
