@@ -73,14 +73,17 @@ def read_pdf(
         Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan); a
         page that needs more memory or time than crag gives it, or too much text (:mod:`crag_cli.pdfworker`).
     """
-    from .pdfworker import read_pages
+    from .pdfworker import PdfUnreadable, read_pages
 
-    pages, title = read_pages(path, on_page)
+    try:
+        pages, title = read_pages(path, on_page)
+    except PdfUnreadable as exc:
+        raise Unreadable(str(exc)) from None
     total = len(pages)
     for i, page in enumerate(pages):
         if page is None and skipped is not None:
             skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
-    pages = [page or "" for page in pages]
+    pages = [clean_page(page or "") for page in pages]
     title = _title(title)
     if not total:
         raise Unreadable("a PDF with no pages")
@@ -89,37 +92,6 @@ def read_pdf(
     pages = drop_running_lines(pages)
     text, breaks = join_pages(pages)
     return [Document(id=rel, title=title or Path(rel).stem, text=text, source=rel, page_breaks=breaks)]
-
-
-def _page_text(pdf, i: int) -> str:
-    page = pdf[i]
-    try:
-        textpage = page.get_textpage()
-        try:
-            return clean_page(textpage.get_text_bounded())
-        finally:
-            textpage.close()
-    finally:
-        page.close()
-
-
-def _open_failure(path: Path, exc: Exception) -> str:
-    """Why PDFium could not open a file. Encryption is read from the file itself (its trailer names an
-    ``/Encrypt`` dictionary): PDFium's error text can be left over from the file before."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - (1 << 20)))
-            encrypted = b"/Encrypt" in f.read()
-    except OSError:
-        encrypted = False
-    if encrypted and "password" in str(exc).lower():
-        return "encrypted PDF (it needs a password)"
-    return f"unreadable PDF ({_first_words(exc)})"
-
-
-def _first_words(exc: Exception) -> str:
-    text = str(exc).rstrip(".")
-    return "not a PDF, or damaged" if not text or "Success" in text else text
 
 
 _JUNK_TITLE = re.compile(

@@ -34,6 +34,10 @@ def _mb(n: int) -> str:
     return f"{n / (1 << 20):.0f} MB"
 
 
+class PdfUnreadable(Exception):
+    """A PDF that gives no text; ``str()`` is the reason (:class:`crag_cli.documents.Unreadable` says it)."""
+
+
 class _Child:
     """The reading process: JSON messages over two pipes (:mod:`multiprocessing.connection` framing)."""
 
@@ -96,14 +100,12 @@ atexit.register(_stop)
 def _started() -> _Child:
     """The running child, started anew when there is none (or it has ended)."""
     global _child
-    from .documents import Unreadable
-
     if _child is None or _child.proc.poll() is not None:
         _stop()
         try:
             _child = _Child()
         except (TimeoutError, EOFError, OSError):
-            raise Unreadable("the process that reads PDFs did not start") from None
+            raise PdfUnreadable("the process that reads PDFs did not start") from None
     return _child
 
 
@@ -112,11 +114,9 @@ def read_pages(path: Path, on_page: Callable[[int, int], None] | None = None) ->
 
     Raises
     ------
-    crag_cli.documents.Unreadable
+    PdfUnreadable
         Unreadable, encrypted or damaged (PDFium's reason), a page past the memory or time limit, too much text.
     """
-    from .documents import Unreadable
-
     with _lock:
         child, where = _started(), "opening it"
         pages: list[str | None] = []
@@ -129,7 +129,7 @@ def read_pages(path: Path, on_page: Callable[[int, int], None] | None = None) ->
             while True:
                 kind, value = child.message(PDF_PAGE_SECONDS, where)
                 if kind == "unreadable":
-                    raise Unreadable(value)
+                    raise PdfUnreadable(value)
                 if kind == "pages":
                     total = value
                 elif kind == "page":
@@ -137,7 +137,7 @@ def read_pages(path: Path, on_page: Callable[[int, int], None] | None = None) ->
                     chars += len(value or "")
                     if chars > PDF_MAX_TEXT:
                         _stop()
-                        raise Unreadable(f"too much text: more than {PDF_MAX_TEXT:,} characters (a content bomb?)")
+                        raise PdfUnreadable(f"too much text: more than {PDF_MAX_TEXT:,} characters (a content bomb?)")
                     if on_page is not None and total >= 50 and (len(pages) % 25 == 0 or len(pages) == total):
                         on_page(len(pages), total)
                 elif kind == "title":
@@ -145,13 +145,15 @@ def read_pages(path: Path, on_page: Callable[[int, int], None] | None = None) ->
                 where = f"page {len(pages) + 1}"
         except TimeoutError:
             _stop()
-            raise Unreadable(f"{where} took more than {PDF_PAGE_SECONDS:g} s to read (a content bomb?)") from None
+            raise PdfUnreadable(f"{where} took more than {PDF_PAGE_SECONDS:g} s to read (a content bomb?)") from None
         except EOFError:
             code = child.proc.wait()
             _stop()
             if code < 0 and code not in (-6, -9):  # not abort() nor the kernel's OOM kill: PDFium crashed
-                raise Unreadable(f"PDFium crashed reading {where} (signal {-code})") from None
-            raise Unreadable(f"{where} needs more than {_mb(PDF_MEMORY)} of memory to read (a content bomb?)") from None
+                raise PdfUnreadable(f"PDFium crashed reading {where} (signal {-code})") from None
+            raise PdfUnreadable(
+                f"{where} needs more than {_mb(PDF_MEMORY)} of memory to read (a content bomb?)"
+            ) from None
 
 
 # --------------------------------------------------------------------------- the child
@@ -183,8 +185,6 @@ def _serve(down: int, up: int, memory: int) -> None:
 
 
 def _read(pdfium, path: Path, send: Callable) -> None:
-    from .documents import _first_words, _open_failure, _page_text
-
     try:
         pdf = pdfium.PdfDocument(str(path))
     except pdfium.PdfiumError as exc:
@@ -202,6 +202,38 @@ def _read(pdfium, path: Path, send: Callable) -> None:
         send("unreadable", f"unreadable PDF ({_first_words(exc)})")
     finally:
         pdf.close()
+
+
+def _page_text(pdf, i: int) -> str:
+    """Page ``i``'s text as PDFium gives it (:func:`crag_cli.documents.clean_page` cleans it)."""
+    page = pdf[i]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return textpage.get_text_bounded()
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+
+
+def _open_failure(path: Path, exc: Exception) -> str:
+    """Why PDFium could not open a file. Encryption is read from the file itself (its trailer names an
+    ``/Encrypt`` dictionary): PDFium's error text can be left over from the file before."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - (1 << 20)))
+            encrypted = b"/Encrypt" in f.read()
+    except OSError:
+        encrypted = False
+    if encrypted and "password" in str(exc).lower():
+        return "encrypted PDF (it needs a password)"
+    return f"unreadable PDF ({_first_words(exc)})"
+
+
+def _first_words(exc: Exception) -> str:
+    text = str(exc).rstrip(".")
+    return "not a PDF, or damaged" if not text or "Success" in text else text
 
 
 if __name__ == "__main__":
