@@ -1249,3 +1249,17 @@ def test_two_builds_of_a_folder_are_the_same_bytes_whatever_the_hash_seed(docs_d
     assert "bm25/vocab.json" in one and "manifest.json" in one
     assert one == two  # every file: the terms in order, the weights, the manifest (its time the epoch's)
     assert b'"created": "2023-11-14T22:13:20Z"' in one["manifest.json"]
+
+
+def test_torch_out_of_memory_while_embedding_is_one_line(docs_dir, tmp_path, monkeypatch):
+    from crag_cli.index import build
+
+    def out_of_memory(*args, **kwargs):  # what torch raised under prlimit --as 1.5 GiB (hostile_probe.py)
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+            "to allocate 9928704 bytes. Error code 12 (Cannot allocate memory)"
+        )
+
+    monkeypatch.setattr(build, "write_dense", out_of_memory)
+    one_error_line(invoke("index", docs_dir, "--index", tmp_path / "ix"), "not enough memory to embed", "--no-dense")
+    assert not (tmp_path / "ix").exists()

@@ -416,7 +416,9 @@ def _dense(job: _Build, pieces: list, old, folder: Path) -> tuple[DenseInfo, int
     reuse = old.vectors_by(job.encoder) if old is not None else None
     try:
         return write_dense(row_spans(pieces), texts, reuse, job.encoder, folder, job.progress)
-    except MemoryError:
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "can't allocate memory" not in str(exc):  # (torch's allocator says so)
+            raise
         raise IndexUnusableError(
             "not enough memory to embed the passages: --no-dense indexes with BM25 alone"
         ) from None
