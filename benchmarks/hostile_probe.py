@@ -21,6 +21,16 @@ Categories (each probe is one ``crag`` process, run as a user would):
   unchanged, the output is absent or whole. Lost: at the end, a question
   missing, twice, out of order, an error record, or an answer other than an
   uninterrupted run's.
+- **served faults**: the same with ``crag batch --parallel 2 --reader-url``
+  against a deterministic OpenAI-style reader on 127.0.0.1 (this process: its
+  answer is a digest of the prompt, so every uninterrupted run gives the same
+  records) over a BM25-only index (``--no-dense``); lost: any record, error
+  field aside, other than the uninterrupted run's.
+- **hostile documents**: ``crag index`` of a folder holding a PDF whose page
+  unpacks to ten million ``(x) Tj``, a ``.docx`` whose zip directory lists 1,000
+  bytes for 1 GiB, a FIFO and links to ``/dev/zero`` and ``/dev/urandom``.
+  Held: each named among the skipped files, the other files indexed, peak
+  memory under 1.5 GiB (GNU time), under 120 s.
 
 Prints one line per probe and a summary; writes ``WORK/probe.json``.
 """
@@ -124,13 +134,16 @@ def hostile_content(work: Path, ix: Path, model: str) -> list[tuple[str, str | N
     sys.path.insert(0, str(ROOT / "tests"))
     from webserver import LocalWeb  # the tests' loopback web: a SearxNG and its pages
 
+    httpd, url = fake_reader(0)  # the model's time out of the measure: what is bounded is the page's
+    bm25 = work / "ix-bm25"
+    crag("index", work / "docs", "--index", bm25, "--no-dense", "--force", cwd=work)
     with LocalWeb(result_paths=("/bomb",)) as web:  # 1 GiB behind Content-Encoding: gzip, gzip
         web_flags = ["--web", "searxng", "--searxng-url", web.url, "--allow-private"]
         started = time.perf_counter()
-        r = crag(
-            "ask", "Who is Zorblat Quintana?", "--index", ix, "--model", model, *web_flags, cwd=work, limit=3 << 30
-        )
+        reader = ["--reader-url", url, "--model", "m1"]
+        r = crag("ask", "Who is Zorblat Quintana?", "--index", bm25, *reader, *web_flags, cwd=work, limit=3 << 30)
         took = time.perf_counter() - started
+    httpd.shutdown()
     results.append(
         ("a gzip, gzip page of 1 GiB", None if r.returncode == 0 and took < 120 else f"{took:.0f} s, {r.stderr[-200:]}")
     )
@@ -204,9 +217,12 @@ def resource_bounds(work: Path, ix: Path, model: str) -> list[tuple[str, str | N
     return results
 
 
-def kills(work: Path, ix: Path, questions: Path, model: str, n: int, rng: random.Random) -> dict:
+def kills(
+    work: Path, ix: Path, questions: Path, args: list, n: int, rng: random.Random, same=None, window: float = 15.0
+) -> dict:
+    """``args`` (a ``crag batch``) killed ``n`` times, each 0.5 to ``window`` s after it started, and resumed;
+    ``same(record, reference)``: whether a record is the uninterrupted run's (default: the same answer)."""
     reference = work / "reference.jsonl"
-    args = ["batch", questions, "--index", ix, "--model", model, "--workers", "2"]
     crag(*args, "-o", reference, "--overwrite", cwd=work, timeout=3600)
     inputs = (digest(ix), questions.read_bytes())
     out = work / "killed.jsonl"
@@ -220,7 +236,7 @@ def kills(work: Path, ix: Path, questions: Path, model: str, n: int, rng: random
             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         runs += 1
-        time.sleep(rng.uniform(0.5, 15.0))
+        time.sleep(rng.uniform(0.5, window))
         if proc.poll() is not None:  # finished before its kill: start the batch again from nothing
             out.unlink(missing_ok=True)
             Path(f"{out}.run.json").unlink(missing_ok=True)
@@ -230,7 +246,7 @@ def kills(work: Path, ix: Path, questions: Path, model: str, n: int, rng: random
         problem = _after_kill(out, inputs, ix, questions)
         held, broke = (held + 1, broke) if problem is None else (held, [*broke, problem])
     r = crag(*args, "-o", out, "--resume", cwd=work, timeout=3600)
-    lost = _lost(out, reference, questions) if r.returncode == 0 else [f"final resume failed: {r.stderr[-300:]}"]
+    lost = _lost(out, reference, questions, same) if r.returncode == 0 else [f"final resume failed: {r.stderr[-300:]}"]
     return {"kills": n, "runs": runs, "held": held, "broke": broke, "lost": lost}
 
 
@@ -245,14 +261,106 @@ def _after_kill(out: Path, inputs: tuple, ix: Path, questions: Path) -> str | No
     return None
 
 
-def _lost(out: Path, reference: Path, questions: Path) -> list[str]:
+def _lost(out: Path, reference: Path, questions: Path, same=None) -> list[str]:
+    same = same or (lambda rec, ref: rec.get("answer") == ref.get("answer"))
     want = [json.loads(line)["id"] for line in questions.read_text().splitlines()]
     got = [json.loads(line) for line in out.read_text().splitlines()]
-    ref = {r["id"]: r.get("answer") for r in map(json.loads, reference.read_text().splitlines())}
+    ref = {r["id"]: r for r in map(json.loads, reference.read_text().splitlines())}
     lost = [] if [r["id"] for r in got] == want else ["ids missing, doubled or out of order"]
     lost += [f"{r['id']}: error {r['error']}" for r in got if r.get("error")]
-    lost += [f"{r['id']}: answer differs" for r in got if not r.get("error") and r.get("answer") != ref.get(r["id"])]
+    lost += [f"{r['id']}: record differs" for r in got if not r.get("error") and not same(r, ref.get(r["id"], {}))]
     return lost
+
+
+_TIMES = ("seconds", "timings", "elapsed", "started", "finished")  # what differs between two runs of a record
+
+
+def _without_times(value):
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if not any(t in k for t in _TIMES)}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def fake_reader(delay: float = 0.2):
+    """A deterministic OpenAI-style reader on 127.0.0.1 in a thread of this process: ``(server, url)``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Reader(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def _send(self, data: bytes, kind: str = "application/json") -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._send(json.dumps({"data": [{"id": "m1", "owned_by": "probe"}]}).encode())
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompt = json.dumps(body.get("messages"), sort_keys=True).encode()
+            answer = "The answer is " + hashlib.sha256(prompt).hexdigest()[:12] + "."
+            time.sleep(delay)
+            events = [{"choices": [{"index": 0, "delta": {"content": answer}}]}]
+            events.append({"choices": [], "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 5}})
+            data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+            self._send(data, "text/event-stream")
+
+    class Quiet(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address) -> None:  # a killed batch hangs up: what the probe does
+            pass
+
+    httpd = Quiet(("127.0.0.1", 0), Reader)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+
+
+def served_kills(work: Path, questions: Path, n: int, rng: random.Random) -> dict:
+    ix = work / "ix-bm25"
+    crag("index", work / "docs", "--index", ix, "--no-dense", "--force", cwd=work)
+    httpd, url = fake_reader()
+    try:
+        args = ["batch", questions, "--index", ix, "--reader-url", url, "--model", "m1", "--parallel", "2"]
+        same = lambda rec, ref: _without_times(rec) == _without_times(ref)  # noqa: E731
+        return kills(work, ix, questions, args, n, rng, same, window=45.0)  # (a whole batch: about 50 s here)
+    finally:
+        httpd.shutdown()
+
+
+def hostile_documents(work: Path) -> list[tuple[str, str | None]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_hostile import _docx, _lying_sizes, _paragraphs, pdf_bomb
+
+    docs = work / "hostile-docs"
+    shutil.rmtree(docs, ignore_errors=True)
+    shutil.copytree(ROOT / "sample_corpus", docs)
+    pdf_bomb(docs / "bomb.pdf", 10_000_000)
+    _lying_sizes(_docx(docs / "lies.docx", _paragraphs(1 << 30)))
+    os.mkfifo(docs / "pipe.txt")
+    os.symlink("/dev/zero", docs / "zero.txt")
+    os.symlink("/dev/urandom", docs / "random.md")
+    started = time.perf_counter()
+    command = ["time", "-f", "%M", *CRAG, "index", docs, "--index", work / "ix-hostile", "--no-dense", "--force"]
+    r = crag(*command, cwd=work, raw=True, timeout=600)
+    took, peak = time.perf_counter() - started, int(r.stderr.strip().splitlines()[-1]) // 1024
+    skipped = {line.split(":")[0][len("skipped ") :] for line in r.stderr.splitlines() if line.startswith("skipped")}
+    results = [(f"{name} named as skipped", None if name in skipped else "not named") for name in (
+        "bomb.pdf", "lies.docx", "pipe.txt", "zero.txt", "random.md")]  # fmt: skip
+    results.append(
+        (
+            f"index of them (peak {peak} MB, {took:.0f} s)",
+            None if r.returncode == 0 and peak < 1536 and took < 120 else r.stderr[-300:],
+        )
+    )
+    return results
 
 
 def main() -> None:
@@ -261,7 +369,17 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=["bad-input", "hostile-content", "resource-bounds", "files-and-faults"])
+    parser.add_argument(
+        "--only",
+        choices=[
+            "bad-input",
+            "hostile-content",
+            "resource-bounds",
+            "hostile-documents",
+            "files-and-faults",
+            "served-faults",
+        ],
+    )
     a = parser.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -279,20 +397,27 @@ def main() -> None:
         "bad-input": lambda: bad_input(work, ix, gold, a.model),
         "hostile-content": lambda: hostile_content(work, ix, a.model),
         "resource-bounds": lambda: resource_bounds(work, ix, a.model),
+        "hostile-documents": lambda: hostile_documents(work),
     }
     for category, step in steps.items():
         if a.only in (None, category):
             report[category] = step()
             for name, problem in report[category]:
                 print(f"{category}: {name}: {'held' if problem is None else 'BROKE: ' + problem}", flush=True)
-    if a.only in (None, "files-and-faults"):
-        report["files-and-faults"] = kills(work, ix, questions, a.model, a.kills, random.Random(a.seed))
-        print(f"files-and-faults: {json.dumps(report['files-and-faults'])}", flush=True)
+    batch = ["batch", questions, "--index", ix, "--model", a.model, "--workers", "2"]
+    faults = {
+        "files-and-faults": lambda: kills(work, ix, questions, batch, a.kills, random.Random(a.seed)),
+        "served-faults": lambda: served_kills(work, questions, a.kills, random.Random(a.seed)),
+    }
+    for category, step in faults.items():
+        if a.only in (None, category):
+            report[category] = step()
+            print(f"{category}: {json.dumps(report[category])}", flush=True)
     probes = [p for c in steps if c in report for p in report[c]]
-    faults = report.get("files-and-faults", {"held": 0, "broke": [], "lost": []})
-    held = sum(p[1] is None for p in probes) + faults["held"]
-    broke = sum(p[1] is not None for p in probes) + len(faults["broke"])
-    print(f"summary: {held} held, {broke} broke, {len(faults['lost'])} lost")
+    killed = [report[c] for c in faults if c in report]
+    held = sum(p[1] is None for p in probes) + sum(k["held"] for k in killed)
+    broke = sum(p[1] is not None for p in probes) + sum(len(k["broke"]) for k in killed)
+    print(f"summary: {held} held, {broke} broke, {sum(len(k['lost']) for k in killed)} lost")
     (work / "probe.json").write_text(json.dumps(report, indent=1) + "\n")
 
 

@@ -750,27 +750,35 @@ def _one_text_node(chars: int) -> Callable[[IO[bytes]], None]:
     return lambda f: f.write(b"<w:p><w:r><w:t>" + b"word " * (chars // 5 + 1) + b"</w:t></w:r></w:p>")
 
 
-def _lying_sizes(path: Path) -> Path:
+def _lying_sizes(path: Path, checksum: bool = False) -> Path:
     """``path`` with the zip directory's and the local header's unpacked size of ``word/document.xml`` set to
-    1000 bytes, far less than it unpacks to."""
+    1000 bytes, far less than it unpacks to (with ``checksum``, its CRC-32 that of those first 1000 bytes, so
+    that zipfile's own check passes)."""
     import struct
+    import zipfile
+    import zlib
 
+    with zipfile.ZipFile(path) as z, z.open("word/document.xml") as f:
+        crc = zlib.crc32(f.read(1000))
     data = bytearray(path.read_bytes())
     name = b"word/document.xml"
     at = data.find(b"PK\x01\x02")
     while at >= 0:
         n = struct.unpack_from("<H", data, at + 28)[0]
         if data[at + 46 : at + 46 + n] == name:
+            local = struct.unpack_from("<I", data, at + 42)[0]
             struct.pack_into("<I", data, at + 24, 1000)
-            struct.pack_into("<I", data, struct.unpack_from("<I", data, at + 42)[0] + 22, 1000)
+            struct.pack_into("<I", data, local + 22, 1000)
+            if checksum:
+                struct.pack_into("<I", data, at + 16, crc)
+                struct.pack_into("<I", data, local + 14, crc)
         at = data.find(b"PK\x01\x02", at + 4)
     path.write_bytes(bytes(data))
     return path
 
 
 def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpacked(docs_dir, tmp_path, monkeypatch):
-    import docx
-
+    from crag_cli.documents import formats as documents
     from crag_cli.documents.formats import DOCX_MAX_XML
     from crag_cli.index import BM25Index
 
@@ -780,8 +788,8 @@ def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpa
     _lying_sizes(_docx(docs_dir / "lies.docx", _paragraphs(2 << 20)))
     _docx(docs_dir / "keeper.docx")
     before = snapshot(docs_dir)
-    opened, real = [], docx.Document
-    monkeypatch.setattr(docx, "Document", lambda path, *a: opened.append(Path(path).name) or real(path, *a))
+    opened, real = [], documents._xml_parts
+    monkeypatch.setattr(documents, "_xml_parts", lambda path: opened.append(Path(path).name) or real(path))
     started = time.perf_counter()
     r = invoke("index", docs_dir, "--index", tmp_path / "ix")
     assert r.exit_code == 0, r.output
@@ -799,6 +807,109 @@ def test_word_files_that_unpack_past_the_limits_are_skipped_before_they_are_unpa
     hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
     assert hit.doc_id == "keeper.docx"  # the folder's other files are indexed
     assert snapshot(docs_dir) == before
+
+
+@pytest.mark.parametrize("checksum", ["its own", "of the listed bytes"])
+def test_a_word_file_whose_zip_directory_lies_is_read_in_bounded_memory(checksum, tmp_path):
+    import tracemalloc
+
+    from crag_cli.documents.formats import Unreadable, read_docx
+
+    lies = _docx(tmp_path / "lies.docx", _paragraphs(100 << 20))  # 1000 bytes listed, 100 MB inside
+    _lying_sizes(lies, checksum=checksum != "its own")
+    tracemalloc.start()
+    try:
+        with pytest.raises(Unreadable, match=r"^(a damaged Word file \(Bad CRC-32|unreadable Word XML)"):
+            read_docx(lies, "lies.docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # (the whole part at once before: 100 MB and more)
+
+
+def test_word_xml_is_unpacked_to_the_limit_whatever_the_directory_says(tmp_path, monkeypatch):
+    from crag_cli.documents import formats as documents
+
+    monkeypatch.setattr(documents, "_check_unpacked_size", lambda path: None)  # as if the directory said less
+    monkeypatch.setattr(documents, "DOCX_MAX_XML", 2000)
+    with pytest.raises(documents.Unreadable, match=r"^too large: its XML unpacks to more than 2 KB \(a zip bomb\?\)$"):
+        documents.read_docx(_docx(tmp_path / "keeper.docx"), "keeper.docx")
+
+
+def pdf_bomb(path: Path, operators: int, text: bytes = b"(x) Tj\n") -> Path:
+    """A PDF of one page whose Flate-compressed content stream unpacks to ``operators`` copies of ``text``."""
+    import zlib
+
+    content = zlib.compress(b"BT /F1 12 Tf 72 720 Td\n" + text * operators + b"ET\n", 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
+        b"/Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, obj in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, obj)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(
+        b"%010d 00000 n \n" % o for o in offsets
+    )
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+@pytest.fixture()
+def pdf_child():
+    """:mod:`crag_cli.documents.pdfworker` with no child running before and after (a test's limits end with it)."""
+    from crag_cli.documents import pdfworker
+
+    pdfworker._stop()
+    yield pdfworker
+    pdfworker._stop()
+
+
+def test_a_pdf_content_bomb_is_skipped_at_the_memory_limit_and_the_folder_indexed(
+    docs_dir, tmp_path, monkeypatch, pdf_child
+):
+    from test_documents import make_pdf
+
+    from crag_cli.index import BM25Index
+
+    monkeypatch.setattr(pdf_child, "PDF_MEMORY", 150 << 20)
+    pdf_bomb(docs_dir / "bomb.pdf", 500_000)  # 5 KB; PDFium takes about 300 MB to read its page
+    make_pdf(docs_dir / "keeper.pdf", ["The new lighthouse keeper is Marta Quintero."], title="Keeper")
+    started = time.perf_counter()
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix")
+    assert r.exit_code == 0, r.output
+    assert time.perf_counter() - started < 60
+    assert "skipped bomb.pdf: page 1 needs more than 150 MB of memory to read (a content bomb?)" in r.stderr
+    hit = BM25Index.load(tmp_path / "ix").search("lighthouse keeper Quintero", 1)[0].passage
+    assert hit.doc_id == "keeper.pdf"  # the next PDF is read by a new child, and the folder's other files too
+
+
+def test_a_pdf_page_past_the_time_limit_is_ended_and_named(tmp_path, monkeypatch, pdf_child):
+    from test_documents import make_pdf
+
+    from crag_cli.documents.formats import Unreadable, read_pdf
+
+    good = make_pdf(tmp_path / "good.pdf", ["The harbour wall was repaired in May."])
+    assert "harbour wall" in read_pdf(good, "good.pdf")[0].text  # the child is running
+    pid = pdf_child._child.proc.pid
+    monkeypatch.setattr(pdf_child, "PDF_PAGE_SECONDS", 0.3)
+    started = time.perf_counter()
+    with pytest.raises(Unreadable, match=r"^page 1 took more than 0\.3 s to read \(a content bomb\?\)$"):
+        read_pdf(pdf_bomb(tmp_path / "slow.pdf", 500_000), "slow.pdf")  # about 1 s of PDFium's time
+    assert time.perf_counter() - started < 5
+    assert not _running(pid)  # the child was ended, not left reading
+    monkeypatch.setattr(pdf_child, "PDF_MAX_TEXT", 20)
+    with pytest.raises(Unreadable, match="^too much text: more than 20 characters"):
+        read_pdf(good, "good.pdf")
+    monkeypatch.undo()
+    assert read_pdf(good, "good.pdf")[0].title == "Harbour Report"
 
 
 def test_five_hundred_tiny_files_are_indexed_and_one_change_reads_one_file(tmp_path):
@@ -1091,3 +1202,61 @@ def test_a_question_line_of_50_mb_is_its_error_record_in_bounded_memory(tmp_path
     ]
     assert peak < 8 << 20, peak  # the 1 MiB a line may be, not the line
     assert time.perf_counter() - started < 5
+
+
+# ----------------------------------------------------------------------------- probe 5: seen, not counted
+
+
+def test_pipes_and_links_to_devices_in_a_folder_are_named_as_skipped(docs_dir, tmp_path):
+    os.mkfifo(docs_dir / "pipe.txt")
+    (docs_dir / "zero.txt").symlink_to("/dev/zero")
+    (docs_dir / "sub" / "random.md").symlink_to("/dev/urandom")
+    r = invoke("index", docs_dir, "--index", tmp_path / "ix", "--no-dense")
+    assert r.exit_code == 0, r.output
+    assert "skipped pipe.txt: a named pipe (FIFO), not a document" in r.stderr
+    assert "skipped zero.txt: a link to a device (/dev/zero), not a document" in r.stderr
+    assert "skipped sub/random.md: a link to a device (/dev/urandom), not a document" in r.stderr
+
+
+def test_a_question_id_that_is_no_finite_number_is_an_error_record(tmp_path):
+    from crag_cli.batch.records import Questions
+
+    path = tmp_path / "q.jsonl"
+    lines = ['{"id": 1e400, "question": "A?"}', '{"id": NaN, "question": "B?"}', '{"id": 2.5, "question": "C?"}']
+    path.write_text("\n".join(lines) + "\n")
+    assert [(q.id, q.error) for q in Questions(path)] == [
+        ("line-1", "'id' must be a finite number (or a string)"),
+        ("line-2", "'id' must be a finite number (or a string)"),
+        ("2.5", None),
+    ]
+
+
+def test_a_crag_toml_that_is_a_folder_is_one_line(docs_dir, tmp_path, monkeypatch):
+    (tmp_path / "crag.toml").mkdir()
+    monkeypatch.chdir(tmp_path)
+    one_error_line(invoke("index", docs_dir, "--index", tmp_path / "ix", "--no-dense"), "crag.toml is a folder")
+
+
+def test_two_builds_of_a_folder_are_the_same_bytes_whatever_the_hash_seed(docs_dir, tmp_path):
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "SOURCE_DATE_EPOCH": "1700000000"}
+        args = [*CRAG, "index", str(docs_dir), "--index", str(tmp_path / seed), "--no-dense"]
+        subprocess.run(args, env=env, check=True, capture_output=True)
+    one, two = snapshot(tmp_path / "1"), snapshot(tmp_path / "2")
+    assert "bm25/vocab.json" in one and "manifest.json" in one
+    assert one == two  # every file: the terms in order, the weights, the manifest (its time the epoch's)
+    assert b'"created": "2023-11-14T22:13:20Z"' in one["manifest.json"]
+
+
+def test_torch_out_of_memory_while_embedding_is_one_line(docs_dir, tmp_path, monkeypatch):
+    from crag_cli.index import build
+
+    def out_of_memory(*args, **kwargs):  # what torch raised under prlimit --as 1.5 GiB (hostile_probe.py)
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+            "to allocate 9928704 bytes. Error code 12 (Cannot allocate memory)"
+        )
+
+    monkeypatch.setattr(build, "write_dense", out_of_memory)
+    one_error_line(invoke("index", docs_dir, "--index", tmp_path / "ix"), "not enough memory to embed", "--no-dense")
+    assert not (tmp_path / "ix").exists()

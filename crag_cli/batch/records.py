@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import sys
@@ -112,6 +113,8 @@ def parse_question(obj: Any, line: int) -> QuestionLine:
     raw_id = obj.get("id")
     if raw_id is not None and not isinstance(raw_id, (str, int, float)):
         return QuestionLine(line, f"line-{line}", None, None, None, "'id' must be a string or a number")
+    if isinstance(raw_id, float) and not math.isfinite(raw_id):  # 1e400, NaN, Infinity: no id can be "inf"
+        return QuestionLine(line, f"line-{line}", None, None, None, "'id' must be a finite number (or a string)")
     qid = str(raw_id) if raw_id is not None else f"line-{line}"
     question = obj.get("question")
     if not isinstance(question, str) or not question.strip():

@@ -144,13 +144,32 @@ def list_files(folder: Path, include_hidden: bool = False, exclude: Sequence[Pat
             elif not _once(listing, path, followed):
                 continue
             elif not path.is_file():
-                continue  # a socket, a pipe, a device: not a document
+                listing.skipped.append((listing.shown(path), _not_a_file(path)))
             elif types.find(path) is not None:
                 listing.paths.append(path)
             else:
                 listing.unsupported.append(listing.shown(path))
     listing.paths.sort()
     return listing
+
+
+def _not_a_file(path: Path) -> str:
+    """Why a name that is no regular file (a pipe, a socket, a device, or a link to one) is not read."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISFIFO(mode):
+        kind = "a named pipe (FIFO)"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    else:
+        kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+    if path.is_symlink():
+        kind = f"a link to {kind} ({shown_name(os.path.realpath(path))})"
+    return f"{kind}, not a document"
 
 
 def _once(listing: FileListing, path: Path, followed: dict[Path, str], slash: str = "") -> bool:

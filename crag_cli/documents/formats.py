@@ -5,8 +5,9 @@ measuring (docs/files-and-safety.md, "PDF and Word files"; ``benchmarks/pdf_extr
 recovered every sentence in reading order from a two-column paper, a report
 with tables and a slide deck, as pypdf and pdfminer.six did, and it marks
 the hyphens that TeX puts at line ends (joined here), at 5 to 30 times
-their speed. Pages are read one at a time and closed, so memory stays bounded
-by the text, not the file. Lines that repeat at the top or bottom of most
+their speed. Pages are read one at a time and closed, in a child process with
+a memory and a time limit (:mod:`crag_cli.documents.pdfworker`: a content bomb is one
+skipped file). Lines that repeat at the top or bottom of most
 pages (running headers and footers, page numbers) are dropped.
 
 ``.docx`` files are read with python-docx: paragraphs and tables in document
@@ -69,31 +70,21 @@ def read_pdf(
     Raises
     ------
     Unreadable
-        Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan).
+        Encrypted (a password is needed), corrupt or truncated, no pages, or no text on any page (a scan); a
+        page that needs more memory or time than crag gives it, or too much text (:mod:`crag_cli.documents.pdfworker`).
     """
-    import pypdfium2 as pdfium
+    from .pdfworker import PdfUnreadable, read_pages
 
     try:
-        pdf = pdfium.PdfDocument(str(path))
-    except pdfium.PdfiumError as exc:
-        raise Unreadable(_open_failure(path, exc)) from None
-    try:
-        total = len(pdf)
-        pages = []
-        for i in range(total):
-            try:
-                pages.append(_page_text(pdf, i))
-            except pdfium.PdfiumError:
-                pages.append("")
-                if skipped is not None:
-                    skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
-            if on_page is not None and ((i + 1) % 25 == 0 or i + 1 == total) and total >= 50:
-                on_page(i + 1, total)
-        title = _title(pdf.get_metadata_dict().get("Title") or "")
-    except pdfium.PdfiumError as exc:
-        raise Unreadable(f"unreadable PDF ({_first_words(exc)})") from None
-    finally:
-        pdf.close()
+        pages, title = read_pages(path, on_page)
+    except PdfUnreadable as exc:
+        raise Unreadable(str(exc)) from None
+    total = len(pages)
+    for i, page in enumerate(pages):
+        if page is None and skipped is not None:
+            skipped.append((f"{rel} p. {i + 1}", "unreadable page"))
+    pages = [clean_page(page or "") for page in pages]
+    title = _title(title)
     if not total:
         raise Unreadable("a PDF with no pages")
     if not any(p.strip() for p in pages):
@@ -101,37 +92,6 @@ def read_pdf(
     pages = drop_running_lines(pages)
     text, breaks = join_pages(pages)
     return [Document(id=rel, title=title or Path(rel).stem, text=text, source=rel, page_breaks=breaks)]
-
-
-def _page_text(pdf, i: int) -> str:
-    page = pdf[i]
-    try:
-        textpage = page.get_textpage()
-        try:
-            return clean_page(textpage.get_text_bounded())
-        finally:
-            textpage.close()
-    finally:
-        page.close()
-
-
-def _open_failure(path: Path, exc: Exception) -> str:
-    """Why PDFium could not open a file. Encryption is read from the file itself (its trailer names an
-    ``/Encrypt`` dictionary): PDFium's error text can be left over from the file before."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - (1 << 20)))
-            encrypted = b"/Encrypt" in f.read()
-    except OSError:
-        encrypted = False
-    if encrypted and "password" in str(exc).lower():
-        return "encrypted PDF (it needs a password)"
-    return f"unreadable PDF ({_first_words(exc)})"
-
-
-def _first_words(exc: Exception) -> str:
-    text = str(exc).rstrip(".")
-    return "not a PDF, or damaged" if not text or "Success" in text else text
 
 
 _JUNK_TITLE = re.compile(
@@ -272,7 +232,7 @@ def read_docx(path: Path, rel: str) -> list[Document]:
 
     try:
         _check_unpacked_size(path)
-        document = docx.Document(str(path))
+        document = docx.Document(_xml_parts(path))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise Unreadable(_docx_problem(path, exc)) from None
     except etree.XMLSyntaxError as exc:  # lxml's own bounds (a text node over 10 MB, 256 levels) or damage
@@ -353,6 +313,37 @@ def _check_unpacked_size(path: Path) -> None:
         )
     if total > DOCX_MAX_XML + DOCX_MAX_RATIO * size:
         raise Unreadable(f"too large: it unpacks to {_mb(total)} from {_mb(size)} (a zip bomb?)")
+
+
+def _xml_parts(path: Path):
+    """The .docx's XML parts, unpacked here in chunks (at most :data:`DOCX_MAX_XML` bytes in all, whatever
+    its directory says) into an uncompressed zip in memory, which python-docx reads (its other parts empty).
+
+    :mod:`zipfile` stops at a part's listed size, but reads it in one piece: a part whose directory
+    entry lies (2,000 bytes listed, 1 GiB inside) took 2.1 GB of memory before its checksum failed.
+    """
+    import io
+    import zipfile
+
+    out, total, seen = io.BytesIO(), 0, set()
+    with zipfile.ZipFile(path) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
+        for info in z.infolist():
+            if info.filename in seen or info.is_dir():
+                continue
+            seen.add(info.filename)
+            if not info.filename.lower().endswith((".xml", ".rels")):
+                copy.writestr(info.filename, b"")  # pictures and the like: the text needs none of them
+                continue
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise Unreadable(f"a Word file with a part compressed by method {info.compress_type} (not Word's)")
+            with z.open(info) as src, copy.open(info.filename, "w") as dst:
+                while chunk := src.read(1 << 16):
+                    total += len(chunk)
+                    if total > DOCX_MAX_XML:
+                        raise Unreadable(f"too large: its XML unpacks to more than {_mb(DOCX_MAX_XML)} (a zip bomb?)")
+                    dst.write(chunk)
+    out.seek(0)
+    return out
 
 
 def _mb(n: int) -> str:

@@ -303,8 +303,10 @@ def _terms(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) 
     ids, local_vocab = ([], {}) if not new else tokenizer.tokenize_ids([_index_text(p) for p in new])
     term_id = {t: i for i, t in enumerate(vocab)}
     local = np.empty(len(local_vocab), dtype=np.int32)
+    for token in sorted(local_vocab):  # (bm25s numbers its terms in set order, which PYTHONHASHSEED changes)
+        term_id.setdefault(token, len(term_id))
     for token, i in local_vocab.items():
-        local[i] = term_id.setdefault(token, len(term_id))
+        local[i] = term_id[token]
     vocab.extend(list(term_id)[len(vocab) :])
     new_counts = count_terms(ids, len(local_vocab))
     del ids
@@ -321,9 +323,16 @@ def _terms(pieces: list, old, tokenizer: TokenizerSettings, params: BM25Params) 
         blocks.append(m if (first, end) == (0, m.shape[0]) else m[first:end])  # (a whole matrix is not copied)
     counts = sp.vstack(blocks, format="csc") if len(blocks) > 1 else blocks[0].tocsc()
     live = np.flatnonzero(np.diff(counts.indptr))  # terms only the removed or changed files held are dropped
-    if len(live) < len(vocab):
-        counts, vocab = counts[:, live], [vocab[i] for i in live]
+    order = sorted(live.tolist(), key=vocab.__getitem__)  # the terms sorted: a rebuild writes what a full build does
+    if order != list(range(len(vocab))):
+        counts, vocab = counts[:, order], [vocab[i] for i in order]
     return TermMatrix.from_counts(counts, vocab, params)
+
+
+def _build_time() -> float:
+    """Now, or ``SOURCE_DATE_EPOCH`` (the reproducible-builds convention) when it is set to a whole number."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    return int(epoch) if epoch.isdigit() else time.time()
 
 
 def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old, left_out: dict) -> BuildReport:
@@ -360,7 +369,7 @@ def _write_index(job: _Build, listing, sources: list[dict], settings: dict, old,
             "passage_count": total,
             "document_count": documents,
             "skipped": [{"path": p, "reason": r} for p, r in skipped],
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_build_time())),
             "created_by": f"crag-cli {version}",
             "docs": str(docs.resolve()),
         }
@@ -407,7 +416,9 @@ def _dense(job: _Build, pieces: list, old, folder: Path) -> tuple[DenseInfo, int
     reuse = old.vectors_by(job.encoder) if old is not None else None
     try:
         return write_dense(row_spans(pieces), texts, reuse, job.encoder, folder, job.progress)
-    except MemoryError:
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "can't allocate memory" not in str(exc):  # (torch's allocator says so)
+            raise
         raise IndexUnusableError(
             "not enough memory to embed the passages: --no-dense indexes with BM25 alone"
         ) from None

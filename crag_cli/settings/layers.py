@@ -193,7 +193,7 @@ def load_settings(
         config = Path(env[ENV_PREFIX + "CONFIG"])
     if config is None:
         candidate = (cwd or Path.cwd()) / CONFIG_FILE
-        config = candidate if candidate.is_file() else None
+        config = candidate if os.path.lexists(candidate) else None  # (a folder or a pipe there: said, not ignored)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     if config is not None:
