@@ -112,6 +112,7 @@ def folder(data: Path, n: int) -> list[dict]:
                                        dense], check=True, capture_output=True, text=True)  # fmt: skip
                 out.append({"files": len(rows), "index": dense, "step": step, "seconds": time.perf_counter() - t,
                             "peak_mb": float(said.stdout)})  # fmt: skip
+                print(f"(done: {out[-1]})", file=sys.stderr, flush=True)  # a later failure keeps what was measured
     return out
 
 
