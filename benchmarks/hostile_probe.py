@@ -26,6 +26,9 @@ Categories (each probe is one ``crag`` process, run as a user would):
   answer is a digest of the prompt, so every uninterrupted run gives the same
   records) over a BM25-only index (``--no-dense``); lost: any record, error
   field aside, other than the uninterrupted run's.
+- **hostile servers**: ``crag batch`` against that reader when it floods (each answer 60 MB in 4 KB events,
+  ``max_tokens`` ignored) and when it answers: every flooded answer an error record, and peak memory within
+  100 MB of the well-served run's.
 - **hostile documents**: ``crag index`` of a folder holding a PDF whose page
   unpacks to ten million ``(x) Tj``, a ``.docx`` whose zip directory lists 1,000
   bytes for 1 GiB, a FIFO and links to ``/dev/zero`` and ``/dev/urandom``.
@@ -283,8 +286,9 @@ def _without_times(value):
     return value
 
 
-def fake_reader(delay: float = 0.2):
-    """A deterministic OpenAI-style reader on 127.0.0.1 in a thread of this process: ``(server, url)``."""
+def fake_reader(delay: float = 0.2, flood: int = 0):
+    """A deterministic OpenAI-style reader on 127.0.0.1 in a thread of this process: ``(server, url)``;
+    ``flood``: each answer is that many 4 KB events, whatever ``max_tokens`` says."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -308,6 +312,7 @@ def fake_reader(delay: float = 0.2):
             answer = "The answer is " + hashlib.sha256(prompt).hexdigest()[:12] + "."
             time.sleep(delay)
             events = [{"choices": [{"index": 0, "delta": {"content": answer}}]}]
+            events += [{"choices": [{"index": 0, "delta": {"content": "x" * 4000}}]}] * flood
             events.append({"choices": [], "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 5}})
             data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
             self._send(data, "text/event-stream")
@@ -333,6 +338,30 @@ def served_kills(work: Path, questions: Path, n: int, rng: random.Random) -> dic
         return kills(work, ix, questions, args, n, rng, same, window=45.0)  # (a whole batch: about 50 s here)
     finally:
         httpd.shutdown()
+
+
+def hostile_servers(work: Path, questions: Path) -> list[tuple[str, str | None]]:
+    """``crag batch`` against a reader that floods (60 MB an answer) and one that answers: peak memory of each."""
+    peaks = {}
+    for name, flood in (("well-behaved", 0), ("flooding", 15000)):
+        httpd, url = fake_reader(delay=0, flood=flood)
+        try:
+            out = work / f"served-{name}.jsonl"
+            command = ["time", "-f", "%M", *CRAG, "batch", questions, "-o", out, "--overwrite", "--mode",
+                       "no-retrieval", "--reader-url", url, "--model", "m1"]  # fmt: skip
+            r = crag(*command, cwd=work, raw=True)
+            peaks[name] = int(r.stderr.strip().splitlines()[-1]) // 1024
+        finally:
+            httpd.shutdown()
+    records = [json.loads(line) for line in (work / "served-flooding.jsonl").read_text().splitlines()]
+    cut = all("the answer was cut at crag's bound" in (rec["error"] or "") for rec in records)
+    return [
+        (f"a flood is each question's error ({len(records)} records)", None if cut else "an answer passed"),
+        (
+            f"peak {peaks['flooding']} MB flooded, {peaks['well-behaved']} MB well served",
+            None if peaks["flooding"] - peaks["well-behaved"] < 100 else "over 100 MB more",
+        ),  # fmt: skip
+    ]
 
 
 def hostile_documents(work: Path) -> list[tuple[str, str | None]]:
@@ -376,6 +405,7 @@ def main() -> None:
             "hostile-content",
             "resource-bounds",
             "hostile-documents",
+            "hostile-servers",
             "files-and-faults",
             "served-faults",
         ],
@@ -398,6 +428,7 @@ def main() -> None:
         "hostile-content": lambda: hostile_content(work, ix, a.model),
         "resource-bounds": lambda: resource_bounds(work, ix, a.model),
         "hostile-documents": lambda: hostile_documents(work),
+        "hostile-servers": lambda: hostile_servers(work, questions),
     }
     for category, step in steps.items():
         if a.only in (None, category):
