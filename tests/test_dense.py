@@ -167,7 +167,8 @@ def test_running_out_of_memory_while_embedding_is_one_clear_error_and_leaves_the
 
 
 def test_the_index_and_the_evaluators_domain_share_one_minilm_in_a_process():
-    """One all-MiniLM-L6-v2 in memory for the dense retriever and the shipped evaluator's domain (nothing loads)."""
+    """One all-MiniLM-L6-v2 in memory for the dense retriever and the shipped evaluator's domain (the objects
+    compared: nothing is loaded for it)."""
     from crag_cli.assemble import evaluator_of
     from crag_cli.evaluator.trained import EMBEDDED_BASE
     from crag_cli.index.dense import MiniLMEncoder
@@ -176,4 +177,3 @@ def test_the_index_and_the_evaluators_domain_share_one_minilm_in_a_process():
     index_side = MiniLMEncoder().model
     assert index_side is MiniLMEncoder().model  # the next index opened in the process too
     assert evaluator_of(default("evaluator"))._encoder(EMBEDDED_BASE) is index_side
-    assert index_side._model is None  # (built, not loaded)
