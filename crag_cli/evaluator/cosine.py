@@ -18,8 +18,8 @@ SHARED_PASS = 16  # texts a forward pass of the shared encoder (the index's pass
 
 def shared_encoder(model_path: Path, precision: str = "float") -> "MiniLMEvaluator":
     """The one all-MiniLM-L6-v2 (or other base) of a process for ``model_path`` at ``precision``, at
-    :data:`TRAINED_LENGTH` tokens: the index's dense retriever and a trained evaluator's domain embed a question with
-    the same loaded model (one copy in memory, the question embedded once)."""
+    :data:`TRAINED_LENGTH` tokens: the index's dense retriever and a trained evaluator's domain embed with the same
+    loaded model (one copy in memory)."""
     return _shared(Path(model_path).resolve(), precision)
 
 

@@ -209,12 +209,7 @@ class MiniLMEncoder:
             ) from None
 
     def encode(self, texts: Sequence[str]) -> "np.ndarray":
-        texts = list(texts)
-        if len(texts) == 1:  # a question: remembered, as the evaluator's domain embeds it too
-            import numpy as np
-
-            return np.asarray(self.model.embed(texts), dtype=np.float32)
-        return self.model.encode(texts)
+        return self.model.encode(list(texts))
 
 
 ENCODERS = {MiniLMEncoder.name: MiniLMEncoder}  # the encoders an index's dense part may name

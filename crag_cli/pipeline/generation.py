@@ -61,13 +61,21 @@ class GenerationStep:
     ) -> None:
         self.reader, self.max_tokens, self.result = reader, max_tokens, result
         self.judge, self.withhold = judge, withhold
+        self._fits: dict[tuple, tuple] = {}  # (question, task, items) -> its fit: :meth:`fit`'s is not counted again
 
     def _fitted(self, question: str, items: list[KnowledgeItem], task: str):
         """``(messages, kept, max_tokens)``: ``task``'s prompt over ``items`` fitted to ``n_ctx`` less the answer."""
-        max_tokens = self.max_tokens or TASKS[task].max_tokens
-        budget = self.reader.n_ctx - max_tokens
-        messages, kept, _ = fit_knowledge(question, items, task, self.reader.count_tokens, budget)
-        return messages, kept, max_tokens
+        key = (question, task, tuple(items))
+        if key not in self._fits:
+            max_tokens = self.max_tokens or TASKS[task].max_tokens
+            budget = self.reader.n_ctx - max_tokens
+            messages, kept, _ = fit_knowledge(question, items, task, self.reader.count_tokens, budget)
+            self._fits[key] = self._fits[(question, task, tuple(kept))] = (
+                messages,
+                kept,
+                max_tokens,
+            )  # kept fits as is
+        return self._fits[key]
 
     def _ask(self, question: str, items: list[KnowledgeItem], task: str, on_token=None):
         """One generation: ``task``'s prompt fitted to ``n_ctx``; the cleaned answer, the knowledge kept and the

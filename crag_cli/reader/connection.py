@@ -8,6 +8,7 @@ stream, the whole request's time, checked at every step of the reading.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -201,19 +202,11 @@ class Connection:
 
     def json(self, method: str, path: str, body: dict | None = None) -> dict:
         """The JSON object a request answers, read whole within ``timeout`` seconds and :data:`JSON_BYTES`."""
-        import httpx
 
         response, deadline = self._send(method, path, body, self.timeout)
-        try:
+        with self._reading(response, f"{path} gave no complete answer within {self.timeout:g} s", f"{path} answered",
+                           f"{path}: the answer broke off"):  # fmt: skip
             raw = read_body(pieces(response, deadline), JSON_BYTES)
-        except Late:
-            raise self._problem(f"{path} gave no complete answer within {self.timeout:g} s") from None
-        except WireError as exc:
-            raise self._problem(f"{path} answered {exc}") from None
-        except httpx.TransportError as exc:
-            raise self._problem(f"{path}: the answer broke off: {_transport(exc)}") from None
-        finally:
-            response.close()
         try:
             data = parse(raw)
         except BadLine as exc:
@@ -233,11 +226,12 @@ class Connection:
     def events(self, path: str, body: dict, limit: float | None = None) -> Iterator[dict]:
         """The server-sent events of a streamed request, as JSON objects, until ``[DONE]``, within ``limit``
         seconds (default: ``answer_timeout``); a line of the stream is at most :data:`EVENT_BYTES`."""
-        import httpx
 
         limit = limit or self.answer_timeout
         response, deadline = self._send("POST", path, body, limit)
-        try:
+        with self._reading(
+            response, f"no complete answer within {limit:g} s", f"{path} streamed", "the answer broke off"
+        ):
             for line in lines(pieces(response, deadline), EVENT_BYTES):
                 if not line.startswith("data:"):
                     continue
@@ -246,12 +240,21 @@ class Connection:
                     return
                 yield self._event(data)
             raise self._problem("the server's stream ended before [DONE]: the answer may be cut")
+
+    @contextlib.contextmanager
+    def _reading(self, response, late: str, bad: str, broke: str) -> Iterator[None]:
+        """Reading ``response``: past its deadline, a bound broken or the connection lost, one :class:`ModelError`
+        (``late``; ``bad`` and what was wrong; ``broke`` and why); the response closed whatever happens."""
+        import httpx
+
+        try:
+            yield
         except Late:
-            raise self._problem(f"no complete answer within {limit:g} s") from None
+            raise self._problem(late) from None
         except WireError as exc:
-            raise self._problem(f"{path} streamed {exc}") from None
+            raise self._problem(f"{bad} {exc}") from None
         except httpx.TransportError as exc:
-            raise self._problem(f"the answer broke off: {_transport(exc)}") from None
+            raise self._problem(f"{broke}: {_transport(exc)}") from None
         finally:
             response.close()
 
