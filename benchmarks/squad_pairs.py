@@ -11,10 +11,11 @@ Wikipedia paragraph, the kind of question a user asks about a folder. No model h
 only the data file is read, none of its code).
 
 Writes ``DIR/docs/`` (``--articles`` articles, seeded: one ``.txt`` per article, its title, then its
-paragraphs), indexes it (``DIR/index``, as ``crag index`` does), writes ``--questions`` of those articles'
+paragraphs), indexes it (``DIR/index``, as ``crag index`` does, with the dense part), writes ``--questions`` of those articles'
 questions (seeded; ``DIR/questions.jsonl``, every annotator's answer as a gold alias) and labels each one's
 top-10 passages as ``crag train-evaluator`` labels gold questions (a gold alias in the passage as whole words),
-into ``DIR/pairs.jsonl``. ``--also QUESTIONS,INDEX,TAG`` adds another set's pairs the same way (PopQA's
+into ``DIR/pairs.jsonl``. ``--skip-folder OTHER/docs`` samples none of another run's articles (a training folder
+kept apart from the one a fit or a test uses). ``--also QUESTIONS,INDEX,TAG`` adds another set's pairs the same way (PopQA's
 training questions on its corpus' index: ``SPLIT/train.jsonl,POPIX,pop``), qids prefixed by TAG, so that one
 ``--pairs`` file trains and validates on both (POPIX: ``crag index ../shared/bench/popqa/corpus.jsonl --index
 POPIX``; SPLIT: ``benchmarks/split_popqa.py --test 200``).
@@ -29,19 +30,31 @@ import re
 import sys
 from pathlib import Path
 
-from crag_cli.index import BM25Index, build_index
+from crag_cli.index import BM25Index, Retrieval, build_index
+from crag_cli.index.dense import MiniLMEncoder
 from crag_cli.train import pairs_from_gold, write_labelled_pairs
 
 
-def squad_folder(data: list[dict], articles: int, questions: int, out: Path, seed: int = 0) -> list[dict]:
-    """Write ``articles`` sampled articles as a folder under ``out/docs``; return ``questions`` of their questions."""
+def file_name(article: dict) -> str:
+    """The ``.txt`` name an article is written under."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", article["title"])[:80] + ".txt"
+
+
+def squad_folder(
+    data: list[dict], articles: int, questions: int, out: Path, seed: int = 0, skip: frozenset[str] = frozenset()
+) -> list[dict]:
+    """Write ``articles`` sampled articles as a folder under ``out/docs``; return ``questions`` of their questions.
+
+    Articles whose file name is in ``skip`` (another run's folder) are not sampled.
+    """
     rnd = random.Random(seed)
-    chosen = rnd.sample(data, articles)
+    pool = [a for a in data if file_name(a) not in skip] if skip else data
+    chosen = rnd.sample(pool, articles)
     docs = out / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     qs = []
     for article in chosen:
-        name = re.sub(r"[^A-Za-z0-9]+", "-", article["title"])[:80]
+        name = file_name(article)[: -len(".txt")]
         paragraphs = "\n\n".join(p["context"].strip() for p in article["paragraphs"])
         (docs / f"{name}.txt").write_text(article["title"].replace("_", " ") + "\n\n" + paragraphs + "\n")
         for p in article["paragraphs"]:
@@ -53,8 +66,10 @@ def squad_folder(data: list[dict], articles: int, questions: int, out: Path, see
 
 
 def labelled(questions: list[dict], index: BM25Index, tag: str) -> list:
-    """Each question's top-10 passages labelled by its gold answers (qids prefixed by ``tag``)."""
-    got = pairs_from_gold([(f"{tag}-{q['id']}", q["question"], q["answers"]) for q in questions], index, 10)
+    """Each question's fused top-10 passages (BM25's and the dense part's: hard negatives from both) labelled by
+    its gold answers (qids prefixed by ``tag``)."""
+    retrieval = Retrieval(index, "fused")
+    got = pairs_from_gold([(f"{tag}-{q['id']}", q["question"], q["answers"]) for q in questions], retrieval, 10)
     found = len({p.qid for p in got if p.label})
     print(
         f"{tag}: {len(questions)} questions, {len(got)} pairs, {sum(p.label for p in got)} positive, "
@@ -72,14 +87,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--also", action="append", default=[], help="QUESTIONS,INDEX,TAG: another set's pairs")
     parser.add_argument("--seed", type=int, default=0, help="of the articles and questions sampled")
+    parser.add_argument("--skip-folder", type=Path, help="a folder of another run: its articles are not sampled")
     parser.add_argument("--folder-only", action="store_true", help="write docs/ and questions.jsonl, nothing else")
     args = parser.parse_args()
-    qs = squad_folder(json.loads(args.squad.read_text())["data"], args.articles, args.questions, args.out, args.seed)
+    skip = frozenset(p.name for p in args.skip_folder.glob("*.txt")) if args.skip_folder else frozenset()
+    data = json.loads(args.squad.read_text())["data"]
+    qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip)
     with open(args.out / "questions.jsonl", "w") as f:
         f.writelines(json.dumps(q) + "\n" for q in qs)
     if args.folder_only:
         return
-    build_index(args.out / "docs", args.out / "index")
+    build_index(args.out / "docs", args.out / "index", encoder=MiniLMEncoder())  # with the dense part, as crag index
     pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq")
     for spec in args.also:
         qfile, ix, tag = spec.split(",")

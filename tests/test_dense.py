@@ -177,3 +177,30 @@ def test_the_index_and_the_evaluators_domain_share_one_minilm_in_a_process():
     index_side = MiniLMEncoder().model
     assert index_side is MiniLMEncoder().model  # the next index opened in the process too
     assert evaluator_of(default("evaluator"))._encoder(EMBEDDED_BASE) is index_side
+
+
+def test_train_evaluator_labels_the_fused_top_k_so_its_negatives_come_from_both_retrievers(tmp_path, monkeypatch):
+    from crag_cli.app.train import TrainJob, TrainRun
+    from crag_cli.index import dense
+    from crag_cli.settings import Settings
+    from crag_cli.train import TrainConfig
+
+    monkeypatch.setitem(dense.ENCODERS, HashEncoder.name, HashEncoder)  # the index names it; it embeds the question
+    docs = _folder(tmp_path, {**FILES, "e.txt": "Orchard orchard orchard apples apples."})
+    build_index(docs, tmp_path / "ix", passage_words=8, encoder=HashEncoder())
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"question": "salmon swim river spawn", "answers": ["salmon"]}) + "\n")
+    index = BM25Index.load(tmp_path / "ix")
+    for retrieval in ("fused", "bm25"):
+        settings = Settings(index=tmp_path / "ix", top_k=3, retrieval=retrieval)
+        run = TrainRun(
+            settings, TrainJob(out=tmp_path / f"ev-{retrieval}", config=TrainConfig(base="minilm"), questions=qs)
+        )
+        try:
+            data, _, notes = run._pairs()
+        finally:
+            run.close()
+        wanted = Retrieval(index, retrieval).search("salmon swim river spawn", 3)
+        assert [p.passage for p in data] == [h.passage.text for h in wanted]
+        assert f"({retrieval})" in notes[0]
+    assert index.fused("salmon swim river spawn", 3) != index.search("salmon swim river spawn", 3)  # they differ

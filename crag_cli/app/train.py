@@ -124,16 +124,17 @@ class TrainRun:
         notes: list[str] = []
         index = None
         if job.questions is not None or job.synthetic is not None:
-            from ..index import BM25Index
+            from ..index import BM25Index, Retrieval
 
             index = BM25Index.load(settings.index)
         if job.questions is not None:
             gold = gold_questions(job.questions, job.limit, self.note)
             ids = [f"q{i}" for i in range(len(gold))]
-            data += pairs_from_gold([(i, q, a) for i, (q, a) in zip(ids, gold)], index, settings.top_k)
+            retrieval = Retrieval(index, settings.retrieval)  # hard negatives from each retriever it searches by
+            data += pairs_from_gold([(i, q, a) for i, (q, a) in zip(ids, gold)], retrieval, settings.top_k)
             notes.append(
                 f"{len(gold)} questions of {job.questions.name} with gold answers; top-{settings.top_k} passages "
-                f"of the index labelled positive when a gold alias occurs in them as whole words"
+                f"({retrieval.by}) of the index labelled positive when a gold alias occurs in them as whole words"
             )
         if job.pairs is not None:
             got = []
