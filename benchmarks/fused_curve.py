@@ -1,7 +1,7 @@
 """The fused evaluator's learning curve: pair AUC on sets kept out of training, against training questions.
 
     python benchmarks/fused_curve.py --train squad=Q@IX --also popqa=Q@IX --test covid=Q@IX [--test ...] \\
-        --cache DIR --sizes 100,200,400,800 [--out FILE.md]
+        --cache DIR --sizes 100,200,400,800 [--evaluator EV] [--out FILE.md]
 
 The first ``--train`` set is taken at each of ``--sizes`` (the first N of its seeded sample, so each size holds
 the smaller ones); the ``--also`` sets whole, at every size. Each fit (:func:`crag_cli.train.fused.fit`, every set
@@ -48,9 +48,10 @@ def main() -> None:
     parser.add_argument("--test", action="append", required=True)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--sizes", default="100,200,400,800")
+    parser.add_argument("--evaluator", default="minilm", help="the cross-encoder whose logits are fused")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    ev = build_evaluator("minilm", batch_size=10, max_length=512, evaluator_precision="float")
+    ev = build_evaluator(args.evaluator, batch_size=10, max_length=512, evaluator_precision="float")
     sizes = [int(s) for s in args.sizes.split(",")]
     first = questions(args.train, ev, args.cache, max(sizes))
     also = [q for spec in args.also for q in questions(spec, ev, args.cache)]
