@@ -24,7 +24,7 @@ from pathlib import Path
 
 from crag_cli.action.evaltest import auc
 from crag_cli.evaluator import build_evaluator
-from crag_cli.train.fused import _cached
+from crag_cli.train.fused import cached, parse_set
 
 
 def subset(pairs: Path, grow: str, n: int, negatives: int, out: Path, drop: frozenset[str] = frozenset()) -> int:
@@ -52,12 +52,10 @@ def subset(pairs: Path, grow: str, n: int, negatives: int, out: Path, drop: froz
     return len(kept)
 
 
-def scores(spec: str, ev_path: str, cache: Path, n: int | None) -> tuple[float | None, float | None, int]:
+def scores(spec: str, ev, cache: Path, n: int | None) -> tuple[float | None, float | None, int]:
     """``(logit AUC, support AUC, questions)`` of one ``NAME=QUESTIONS@INDEX`` set (a seeded ``n`` of them)."""
-    name, rest = spec.split("=", 1)
-    qfile, index = rest.rsplit("@", 1)
-    ev = build_evaluator(ev_path, batch_size=10, max_length=512, evaluator_precision="float")
-    records = [r for r in _cached(name, Path(qfile), Path(index), ev, cache, n, 0) if any(r["labels"])]
+    name, qfile, index = parse_set(spec)
+    records = [r for r in cached(name, qfile, index, ev, cache, n, 0) if any(r["labels"])]
     y = [label for r in records for label in r["labels"]]
     logit = auc([c["logit"] for r in records for c in r["cands"]], y)
     support = auc([c["support"] for r in records for c in r["cands"]], y)
@@ -78,7 +76,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    names = [t.split("=", 1)[0] for t in args.test]
+    names = [parse_set(t)[0] for t in args.test]
     lines = ["| training (grown + others) | minutes | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
     support: dict[str, float | None] = {}
     drop = frozenset(json.loads(x)["question"] for x in open(args.drop) if x.strip()) if args.drop else frozenset()
@@ -86,21 +84,31 @@ def main() -> None:
     for size, ev_path in runs:
         minutes = "–"
         if size != "shipped":
-            ev = Path(ev_path)
-            if not ev.exists():
+            folder = Path(ev_path)
+            if not folder.exists():
                 sub = args.work / f"pairs-{size}.jsonl"
                 total = subset(args.pairs, args.grow, int(size), args.negatives, sub, drop)
                 print(f"{size}: {total} questions in {sub}", file=sys.stderr)
                 start = time.time()
-                cmd = ["crag", "train-evaluator", "--pairs", str(sub), "--out", str(ev), "--epochs", str(args.epochs)]
+                cmd = [
+                    "crag",
+                    "train-evaluator",
+                    "--pairs",
+                    str(sub),
+                    "--out",
+                    str(folder),
+                    "--epochs",
+                    str(args.epochs),
+                ]
                 subprocess.run(cmd, check=True)
                 (args.work / f"ev-{size}.seconds").write_text(f"{time.time() - start:.0f}\n")
             took = args.work / f"ev-{size}.seconds"
             minutes = f"{int(took.read_text()) / 60:.0f}" if took.exists() else "?"
         row = []
-        for spec in args.test:
-            logit, sup, n = scores(spec, ev_path, args.work / f"cache-{size}", args.per_set)
-            support[spec.split("=", 1)[0]] = sup
+        ev = build_evaluator(ev_path, batch_size=10, max_length=512, evaluator_precision="float")  # once a run
+        for spec, name in zip(args.test, names):
+            logit, sup, n = scores(spec, ev, args.work / f"cache-{size}", args.per_set)
+            support[name] = sup
             row.append(f"{logit:.3f}" if logit is not None else "–")
         lines.append(f"| {size} | {minutes} | " + " | ".join(row) + " |")
         print(lines[-1], file=sys.stderr)

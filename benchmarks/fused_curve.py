@@ -22,15 +22,14 @@ import numpy as np
 from crag_cli.action.evaltest import auc
 from crag_cli.evaluator import build_evaluator
 from crag_cli.evaluator.fused import FEATURES
-from crag_cli.train.fused import _cached, as_question, fit, nearness
+from crag_cli.train.fused import as_question, cached, fit, nearness, parse_set
 
 NO_LOGIT = [i for i, name in enumerate(FEATURES) if "logit" not in name and name != "domain"]
 
 
 def questions(spec: str, evaluator, cache: Path, n: int | None = None) -> list:
-    name, rest = spec.split("=", 1)
-    qfile, index = rest.rsplit("@", 1)
-    records = _cached(name, Path(qfile), Path(index), evaluator, cache, n, 0)
+    name, qfile, index = parse_set(spec)
+    records = cached(name, qfile, index, evaluator, cache, n, 0)
     return [as_question(name, r, d) for r, d in zip(records, nearness(evaluator, [r["question"] for r in records]))]
 
 
@@ -55,7 +54,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     first = questions(args.train, ev, args.cache, max(sizes))
     also = [q for spec in args.also for q in questions(spec, ev, args.cache)]
-    tests = {spec.split("=", 1)[0]: questions(spec, ev, args.cache) for spec in args.test}
+    tests = {parse_set(spec)[0]: questions(spec, ev, args.cache) for spec in args.test}
     lines = ["| training questions | features | " + " | ".join(tests) + " |", "|---" * (len(tests) + 2) + "|"]
     for n in sizes:
         train = first[:n] + also

@@ -22,7 +22,7 @@ from crag_cli.action.evaltest import auc
 from crag_cli.evaluator import build_evaluator
 from crag_cli.index import BM25Index
 from crag_cli.action.match import holds_answer
-from crag_cli.train.fused import _cached, as_question, nearness
+from crag_cli.train.fused import as_question, cached, nearness, parse_set
 
 
 def main() -> None:
@@ -36,10 +36,9 @@ def main() -> None:
     print("| set | questions | BM25 @5 | dense @5 | fused @5 | fused @10 | fused evaluator @5 | AUC logit / fused |")
     print("|---|---|---|---|---|---|---|---|")
     for spec in args.set:
-        name, rest = spec.split("=", 1)
-        qfile, ix = rest.rsplit("@", 1)
-        index = BM25Index.load(Path(ix))
-        records = _cached(name, Path(qfile), Path(ix), ev, args.cache, None, 0)
+        name, qfile, ix = parse_set(spec)
+        index = BM25Index.load(ix)
+        records = cached(name, qfile, ix, ev, args.cache, None, 0)
         answers = {q["id"]: q["answers"] for q in map(json.loads, open(qfile)) if q.get("answers")}
         near = nearness(ev, [r["question"] for r in records])
         counts = np.zeros(5, dtype=int)

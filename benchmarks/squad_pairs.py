@@ -54,9 +54,8 @@ def squad_folder(
     docs.mkdir(parents=True, exist_ok=True)
     qs = []
     for article in chosen:
-        name = file_name(article)[: -len(".txt")]
         paragraphs = "\n\n".join(p["context"].strip() for p in article["paragraphs"])
-        (docs / f"{name}.txt").write_text(article["title"].replace("_", " ") + "\n\n" + paragraphs + "\n")
+        (docs / file_name(article)).write_text(article["title"].replace("_", " ") + "\n\n" + paragraphs + "\n")
         for p in article["paragraphs"]:
             for q in p["qas"]:
                 answers = sorted({a["text"].strip() for a in q["answers"]})

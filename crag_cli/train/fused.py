@@ -193,8 +193,22 @@ def _sample(path: Path, n: int | None, seed: int, trained: set[str]) -> list[dic
     return lines[:n] if n else lines
 
 
-def _cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int | None, seed: int) -> list[dict]:
-    """The set's cache records, computing (and appending) those missing."""
+def parse_set(spec: str) -> tuple[str, Path, Path]:
+    """``(name, questions file, index)`` of a ``NAME=QUESTIONS@INDEX`` set.
+
+    Examples
+    --------
+    >>> parse_set("covid=q@x.jsonl@ix")
+    ('covid', PosixPath('q@x.jsonl'), PosixPath('ix'))
+    """
+    name, rest = spec.split("=", 1)
+    qfile, index = rest.rsplit("@", 1)
+    return name, Path(qfile), Path(index)
+
+
+def cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int | None, seed: int) -> list[dict]:
+    """The set's cache records (:func:`candidates`, with ``id`` and ``question``), computing and appending those
+    missing to ``cache/NAME.jsonl``."""
     from ..index import BM25Index, Retrieval
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -244,9 +258,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     evaluator = build_evaluator(str(args.out), batch_size=10, max_length=512, evaluator_precision="float")
     every: list[Question] = []
     for spec in args.set:
-        name, rest = spec.split("=", 1)
-        qfile, index = rest.rsplit("@", 1)
-        records = _cached(name, Path(qfile), Path(index), evaluator, args.cache, args.questions, args.seed)
+        name, qfile, index = parse_set(spec)
+        records = cached(name, qfile, index, evaluator, args.cache, args.questions, args.seed)
         near = nearness(evaluator, [r["question"] for r in records])
         every += [as_question(name, r, d) for r, d in zip(records, near)]
     weights, bias, mean, scale = fit(every, args.l2)
