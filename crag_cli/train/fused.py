@@ -182,13 +182,16 @@ def fit(questions: Sequence[Question], l2: float = 1.0) -> tuple:
     return fit_logistic(x, y, w, l2)
 
 
-def _sample(path: Path, n: int | None, seed: int, trained: set[str]) -> list[dict]:
+def _sample(path: Path, n: int | None, seed: int, trained: set[str], unanswered: bool = False) -> list[dict]:
     """Up to ``n`` of the file's questions with gold answers (a seeded sample), none the cross-encoder was trained on
-    (``trained``: their fingerprints; its logits on them are not those a new question gets)."""
+    (``trained``: their fingerprints; its logits on them are not those a new question gets). ``unanswered``: those
+    without gold answers too (every passage labelled as not holding one)."""
     from .data import question_fingerprint
 
     lines = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
-    lines = [q for q in lines if q.get("answers") and question_fingerprint(q["question"]) not in trained]
+    lines = [
+        q for q in lines if (unanswered or q.get("answers")) and question_fingerprint(q["question"]) not in trained
+    ]
     random.Random(seed).shuffle(lines)
     return lines[:n] if n else lines
 
@@ -206,9 +209,11 @@ def parse_set(spec: str) -> tuple[str, Path, Path]:
     return name, Path(qfile), Path(index)
 
 
-def cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int | None, seed: int) -> list[dict]:
+def cached(
+    name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int | None, seed: int, unanswered: bool = False
+) -> list[dict]:
     """The set's cache records (:func:`candidates`, with ``id`` and ``question``), computing and appending those
-    missing to ``cache/NAME.jsonl``."""
+    missing to ``cache/NAME.jsonl``; ``unanswered``: of questions without gold answers too (:func:`_sample`)."""
     from ..index import BM25Index, Retrieval
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -218,13 +223,13 @@ def cached(name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int |
     from .data import seen_questions
 
     seen = seen_questions(read_trained(evaluator.path)) or {}
-    wanted = _sample(qfile, n, seed, {f for f, side in seen.items() if side == "training"})
+    wanted = _sample(qfile, n, seed, {f for f, side in seen.items() if side == "training"}, unanswered)
     missing = [q for q in wanted if q["id"] not in done]
     if missing:
         retrieval = Retrieval(BM25Index.load(index), "fused")
         with open(path, "a", encoding="utf-8") as f:
             for i, q in enumerate(missing, 1):
-                record = {"id": q["id"], **candidates(retrieval, evaluator, q["question"], q["answers"])}
+                record = {"id": q["id"], **candidates(retrieval, evaluator, q["question"], q.get("answers") or [])}
                 f.write(json.dumps(record) + "\n")
                 f.flush()
                 done[q["id"]] = record
