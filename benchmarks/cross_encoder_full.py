@@ -30,7 +30,7 @@ from crag_cli.action.match import holds_answer
 from crag_cli.evaluator import build_evaluator
 from crag_cli.evaluator.base import default_minilm_path
 from crag_cli.index import BM25Index, Retrieval
-from crag_cli.train.fused import _sample, cached
+from crag_cli.train.fused import sample, cached
 
 from evaluator_features import spec
 
@@ -40,7 +40,7 @@ def training_pairs(text: str, cache: Path, negatives: int) -> list[tuple[str, st
     name, qfile, index, part = spec(text)
     path = cache / f"{name}.jsonl"
     taken = {r["id"] for r in map(json.loads, open(path))} if path.exists() else set()
-    questions = [q for q in _sample(qfile, None, 0, set()) if q["id"] not in taken][part]
+    questions = [q for q in sample(qfile, None, 0, set()) if q["id"] not in taken][part]
     retrieval, pairs = Retrieval(BM25Index.load(index), "fused"), []
     for q in questions:
         hits = retrieval.search(q["question"], 10)

@@ -39,7 +39,8 @@ import numpy as np
 from crag_cli.action.evaltest import auc
 from crag_cli.action.refine import excerption
 from crag_cli.evaluator import build_evaluator
-from crag_cli.train.fused import as_question, cached, fit_logistic, nearness, parse_set
+from crag_cli.evaluator.fused import FusedFit
+from crag_cli.train.fused import Question, as_question, cached, fit, fit_logistic, nearness, parse_set
 
 EXTRAS = ("sentence", "mpnet")  # per passage: the best sentence's MiniLM cosine, the all-mpnet-base-v2 cosine
 NEAR = {"support x nearness": 2, "cosine x nearness": 4}  # a fused feature's column times the nearness's (8)
@@ -111,18 +112,14 @@ def with_extras(rows, extra: dict, which) -> np.ndarray:
     return np.concatenate(cols, axis=1)
 
 
-def passage_fit(items: list[tuple[str, np.ndarray, list[bool]]]):
-    """:func:`fit_logistic` over every passage, every set weighing alike: ``(weights, bias, mean, scale)``."""
-    items = [i for i in items if len(i[2])]
-    count = {s: sum(len(y) for t, _, y in items if t == s) for s, _, _ in items}
-    x = np.concatenate([r for _, r, _ in items])
-    y = np.concatenate([np.asarray(y, dtype=float) for _, _, y in items])
-    return fit_logistic(x, y, np.concatenate([np.full(len(y), 1.0 / count[s]) for s, _, y in items]))
+def passage_fit(items: list[tuple[str, np.ndarray, list[bool]]]) -> FusedFit:
+    """The fused fit (:func:`crag_cli.train.fused.fit`, every set weighing alike) over ``(set, rows, labels)``."""
+    weights, bias, mean, scale = fit([Question(name, "", rows, list(labels)) for name, rows, labels in items])
+    return FusedFit(tuple(weights), bias, tuple(mean), tuple(scale))
 
 
-def probability(f, rows) -> np.ndarray:
-    weights, bias, mean, scale = f
-    return 1.0 / (1.0 + np.exp(-np.clip((rows - mean) / scale @ weights + bias, -40, 40)))
+def probability(f: FusedFit, rows) -> np.ndarray:
+    return np.asarray(f.probabilities(rows))
 
 
 def evidence(p: np.ndarray, rows: np.ndarray) -> np.ndarray:

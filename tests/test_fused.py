@@ -137,13 +137,13 @@ def test_a_stored_fit_reads_back_and_a_bad_one_is_a_clear_error(tmp_path):
 
 def test_the_fit_sample_keeps_questions_without_answers_only_when_asked(tmp_path):
     from crag_cli.train.data import question_fingerprint
-    from crag_cli.train.fused import _sample
+    from crag_cli.train.fused import sample
 
     path = tmp_path / "q.jsonl"
     rows = [{"id": f"q{i}", "question": f"question {i}?", "answers": ["a"] if i % 2 else []} for i in range(8)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     trained = {question_fingerprint("question 1?")}
-    assert sorted(q["id"] for q in _sample(path, None, 0, trained)) == ["q3", "q5", "q7"]
-    every = _sample(path, None, 0, trained, unanswered=True)
+    assert sorted(q["id"] for q in sample(path, None, 0, trained)) == ["q3", "q5", "q7"]
+    every = sample(path, None, 0, trained, unanswered=True)
     assert sorted(q["id"] for q in every) == ["q0", "q2", "q3", "q4", "q5", "q6", "q7"]
-    assert [q["id"] for q in _sample(path, 3, 0, trained, unanswered=True)] == [q["id"] for q in every[:3]]
+    assert [q["id"] for q in sample(path, 3, 0, trained, unanswered=True)] == [q["id"] for q in every[:3]]

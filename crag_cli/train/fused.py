@@ -182,7 +182,7 @@ def fit(questions: Sequence[Question], l2: float = 1.0) -> tuple:
     return fit_logistic(x, y, w, l2)
 
 
-def _sample(path: Path, n: int | None, seed: int, trained: set[str], unanswered: bool = False) -> list[dict]:
+def sample(path: Path, n: int | None, seed: int, trained: set[str], unanswered: bool = False) -> list[dict]:
     """Up to ``n`` of the file's questions with gold answers (a seeded sample), none the cross-encoder was trained on
     (``trained``: their fingerprints; its logits on them are not those a new question gets). ``unanswered``: those
     without gold answers too (every passage labelled as not holding one)."""
@@ -213,7 +213,7 @@ def cached(
     name: str, qfile: Path, index: Path, evaluator, cache: Path, n: int | None, seed: int, unanswered: bool = False
 ) -> list[dict]:
     """The set's cache records (:func:`candidates`, with ``id`` and ``question``), computing and appending those
-    missing to ``cache/NAME.jsonl``; ``unanswered``: of questions without gold answers too (:func:`_sample`)."""
+    missing to ``cache/NAME.jsonl``; ``unanswered``: of questions without gold answers too (:func:`sample`)."""
     from ..index import BM25Index, Retrieval
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -223,7 +223,7 @@ def cached(
     from .data import seen_questions
 
     seen = seen_questions(read_trained(evaluator.path)) or {}
-    wanted = _sample(qfile, n, seed, {f for f, side in seen.items() if side == "training"}, unanswered)
+    wanted = sample(qfile, n, seed, {f for f, side in seen.items() if side == "training"}, unanswered)
     missing = [q for q in wanted if q["id"] not in done]
     if missing:
         retrieval = Retrieval(BM25Index.load(index), "fused")
