@@ -14,7 +14,7 @@ Writes ``DIR/docs/`` (``--articles`` articles, seeded: one ``.txt`` per article,
 paragraphs), indexes it (``DIR/index``, as ``crag index`` does, with the dense part), writes ``--questions`` of those articles'
 questions (seeded; ``DIR/questions.jsonl``, every annotator's answer as a gold alias) and labels each one's
 top-10 passages as ``crag train-evaluator`` labels gold questions (a gold alias in the passage as whole words),
-into ``DIR/pairs.jsonl``. ``--skip-folder OTHER/docs`` samples none of another run's articles (a training folder
+into ``DIR/pairs.jsonl`` (``--negatives N``: each question's positives and its N best-ranked negatives only). ``--skip-folder OTHER/docs`` (repeatable) samples none of another run's articles (a training folder
 kept apart from the one a fit or a test uses). ``--also QUESTIONS,INDEX,TAG`` adds another set's pairs the same way (PopQA's
 training questions on its corpus' index: ``SPLIT/train.jsonl,POPIX,pop``), qids prefixed by TAG, so that one
 ``--pairs`` file trains and validates on both (POPIX: ``crag index ../shared/bench/popqa/corpus.jsonl --index
@@ -64,11 +64,32 @@ def squad_folder(
     return qs[:questions]
 
 
-def labelled(questions: list[dict], index: BM25Index, tag: str) -> list:
+def few_negatives(pairs: list, negatives: int) -> list:
+    """``pairs`` less each question's negatives after its first ``negatives`` (in order: best-ranked first).
+
+    >>> from crag_cli.train import LabelledPair
+    >>> got = few_negatives([LabelledPair("a", "q", f"p{i}", int(i == 3)) for i in range(5)], 1)
+    >>> [(p.passage, p.label) for p in got]
+    [('p0', 0), ('p3', 1)]
+    """
+    seen: dict[str, int] = {}
+    kept = []
+    for p in pairs:
+        if not p.label:
+            seen[p.qid] = seen.get(p.qid, 0) + 1
+        if p.label or seen[p.qid] <= negatives:
+            kept.append(p)
+    return kept
+
+
+def labelled(questions: list[dict], index: BM25Index, tag: str, negatives: int | None = None) -> list:
     """Each question's fused top-10 passages (BM25's and the dense part's: hard negatives from both) labelled by
-    its gold answers (qids prefixed by ``tag``)."""
+    its gold answers (qids prefixed by ``tag``); with ``negatives``, each question keeps its positives and only
+    its ``negatives`` best-ranked negatives."""
     retrieval = Retrieval(index, "fused")
     got = pairs_from_gold([(f"{tag}-{q['id']}", q["question"], q["answers"]) for q in questions], retrieval, 10)
+    if negatives is not None:
+        got = few_negatives(got, negatives)
     found = len({p.qid for p in got if p.label})
     print(
         f"{tag}: {len(questions)} questions, {len(got)} pairs, {sum(p.label for p in got)} positive, "
@@ -86,10 +107,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--also", action="append", default=[], help="QUESTIONS,INDEX,TAG: another set's pairs")
     parser.add_argument("--seed", type=int, default=0, help="of the articles and questions sampled")
-    parser.add_argument("--skip-folder", type=Path, help="a folder of another run: its articles are not sampled")
+    parser.add_argument(
+        "--skip-folder",
+        type=Path,
+        action="append",
+        default=[],
+        help="another run's folder: its articles are not sampled",
+    )
+    parser.add_argument("--negatives", type=int, help="keep each question's N best-ranked negatives (default: all)")
     parser.add_argument("--folder-only", action="store_true", help="write docs/ and questions.jsonl, nothing else")
     args = parser.parse_args()
-    skip = frozenset(p.name for p in args.skip_folder.glob("*.txt")) if args.skip_folder else frozenset()
+    skip = frozenset(p.name for folder in args.skip_folder for p in folder.glob("*.txt"))
     data = json.loads(args.squad.read_text())["data"]
     qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip)
     with open(args.out / "questions.jsonl", "w") as f:
@@ -97,7 +125,7 @@ def main() -> None:
     if args.folder_only:
         return
     build_index(args.out / "docs", args.out / "index", encoder=MiniLMEncoder())  # with the dense part, as crag index
-    pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq")
+    pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq", args.negatives)
     for spec in args.also:
         qfile, ix, tag = spec.split(",")
         more = [json.loads(line) for line in open(qfile) if line.strip()]

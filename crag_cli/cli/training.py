@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -144,7 +145,7 @@ def evaluator_test(
 
 
 # ----------------------------------------------------------------------------- train-evaluator
-from ..train import TrainConfig  # noqa: E402  (its defaults are the options' defaults: one definition)
+from ..train import ADAPTER_DEFAULTS, TrainConfig  # noqa: E402  (its defaults are the options' defaults: one definition)
 
 
 # crag train-evaluator's own options; hidden=True: an expert option (the training's hyperparameters), left out
@@ -184,9 +185,24 @@ TrainBaseOpt = Annotated[
         help="Starting point: minilm (embedded all-MiniLM-L6-v2), a local Hugging Face encoder folder, or t5:PATH."
     ),
 ]
-TrainEpochsOpt = Annotated[int, typer.Option(min=1, max=100, hidden=True, help="Passes over the training pairs.")]
+Adapter = enum.Enum("Adapter", {name: name for name in ADAPTER_DEFAULTS}, type=str)  # the choices, one definition
+TrainAdapterOpt = Annotated[
+    Adapter, typer.Option(help="What trains: a LoRA adapter (small, fast) or every encoder layer, mean-pooled (full).")
+]
+TrainEpochsOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        min=1, max=100, hidden=True, help="Passes over the training pairs (3 for lora, 1 for full unless given)."
+    ),
+]
 TrainLearningRateOpt = Annotated[
-    float, typer.Option(min=1e-7, max=1.0, hidden=True, help="Peak learning rate (linear warm-up and decay).")
+    Optional[float],
+    typer.Option(
+        min=1e-7,
+        max=1.0,
+        hidden=True,
+        help="Peak learning rate, warm-up then decay (5e-4 for lora, 3e-5 for full unless given).",
+    ),
 ]
 TrainBatchSizeOpt = Annotated[int, typer.Option(min=1, max=1024, hidden=True, help="Pairs per training step.")]
 TrainMaxLengthOpt = Annotated[
@@ -227,8 +243,9 @@ def train_evaluator(
     synthetic: TrainSyntheticOpt = None,
     save_synthetic: TrainSaveSyntheticOpt = None,
     base: TrainBaseOpt = "minilm",
-    epochs: TrainEpochsOpt = TrainConfig.epochs,
-    learning_rate: TrainLearningRateOpt = TrainConfig.learning_rate,
+    adapter: TrainAdapterOpt = Adapter(TrainConfig.adapter),
+    epochs: TrainEpochsOpt = None,
+    learning_rate: TrainLearningRateOpt = None,
     train_batch_size: TrainBatchSizeOpt = TrainConfig.batch_size,
     train_max_length: TrainMaxLengthOpt = TrainConfig.max_length,
     lora_r: TrainLoraROpt = TrainConfig.lora_r,
@@ -237,11 +254,12 @@ def train_evaluator(
     topic_guard: TrainTopicGuardOpt = TrainConfig.topic_guard,
     limit: TrainLimitOpt = None,
 ) -> None:
-    """Train a retrieval evaluator (a cross-encoder with a LoRA adapter) on gold answers, labelled pairs or synthetic questions."""
+    """Train a retrieval evaluator (a cross-encoder: a LoRA adapter, or every layer) on gold answers, labelled pairs or synthetic questions."""
     from ..app import TrainJob, TrainRun
 
     config = TrainConfig(
         base=base,
+        adapter=adapter.value,
         epochs=epochs,
         batch_size=train_batch_size,
         learning_rate=learning_rate,

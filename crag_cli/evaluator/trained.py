@@ -122,6 +122,24 @@ def load_classifier(base: str, num_labels: int = 1):
     return tokenizer, model
 
 
+def load_pooled(base: str):
+    """``(tokenizer, model)``: a base encoder, mean-pooled, with a fresh one-logit head (every layer trainable;
+    :mod:`crag_cli.evaluator.pooled`)."""
+    quiet_transformers()
+    path = base_path(base)
+    if not Path(path).is_dir():
+        raise EvaluatorError(f"evaluator base model not found: {path}")
+    from .pooled import mean_pooled
+
+    try:
+        tokenizer, model = mean_pooled(path)
+    except (OSError, ValueError) as exc:
+        raise EvaluatorError(f"cannot load evaluator base model from {path}: {exc}") from None
+    if is_t5(model):
+        raise EvaluatorError(f"{path} is a T5: a full fine-tune takes an encoder (BERT-like) base")
+    return tokenizer, model
+
+
 def is_t5(model) -> bool:
     return getattr(model.config, "model_type", "") in ("t5", "mt5", "umt5")
 
@@ -156,7 +174,8 @@ def logit_to_score(z: float) -> float:
 
 
 class CrossEncoderEvaluator:
-    """A cross-encoder trained by ``crag train-evaluator``: a LoRA adapter and head over a base encoder.
+    """A cross-encoder trained by ``crag train-evaluator``: a LoRA adapter and head over a base encoder, or its
+    every layer trained, mean-pooled (``--adapter full``).
 
     A cross-encoder fitted to one collection judges answers well there but can
     underrate every passage of a domain it never saw (trained on PopQA's entity
@@ -226,18 +245,25 @@ class CrossEncoderEvaluator:
         return lower if guard_can_lift(upper, lower) else None
 
     def load(self) -> None:
-        """Check the weights' sha256, then load base + adapter, merged (it is otherwise loaded on the first score)."""
+        """Check the weights' sha256, then load base + adapter, merged, or base + trained layers (it is otherwise
+        loaded on the first score)."""
         if self._model is not None:
             return
         import torch
 
         manifest = read_trained(self.path)
         verify_files(self.path, manifest)
-        tokenizer, model = load_classifier(manifest["base"])
+        full = manifest.get("adapter") == "full"  # every layer trained and stored (pooled.py), not LoRA
+        tokenizer, model = load_pooled(manifest["base"]) if full else load_classifier(manifest["base"])
         try:
-            from peft import PeftModel
+            if full:
+                from .pooled import WEIGHTS
 
-            model = PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
+                model.load(self.path / WEIGHTS)
+            else:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
             raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
         self.max_length = min(self.max_length, int(manifest["max_length"]))

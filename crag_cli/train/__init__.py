@@ -26,6 +26,7 @@ manifest and its README.md).
 
 from .data import (
     LabelledPair,
+    ADAPTER_DEFAULTS,
     TrainConfig,
     TrainingError,
     calibration_items,
@@ -49,6 +50,7 @@ from .synthetic import MAX_ANSWER_WORDS, SYNTHETIC_PROMPT, parse_synthetic, synt
 
 __all__ = [
     "LabelledPair",
+    "ADAPTER_DEFAULTS",
     "TrainConfig",
     "TrainingError",
     "calibration_items",

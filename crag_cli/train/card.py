@@ -11,14 +11,21 @@ from ..version import __version__
 from .data import LabelledPair, TrainConfig, question_fingerprint, question_groups
 
 
+def _what(card: dict) -> str:
+    """What was trained, in words: a LoRA adapter, or every layer (``--adapter full``)."""
+    if card.get("adapter") == "full":
+        return f"every layer of `{card['base']}` trained, mean-pooled, and a one-logit head"
+    return f"a LoRA adapter and a one-logit head over `{card['base']}`"
+
+
 def model_card(card: dict) -> str:
     """The README.md written beside a trained evaluator: data, counts, settings, scores, time."""
     c = card["calibration"]
     lines = [
         "# crag retrieval evaluator",
         "",
-        f"A cross-encoder made by `crag train-evaluator` (crag {card['crag_version']}): a LoRA adapter "
-        f"and a one-logit head over `{card['base']}`; score = tanh(logit / 2) in [-1, 1].",
+        f"A cross-encoder made by `crag train-evaluator` (crag {card['crag_version']}): {_what(card)}; "
+        "score = tanh(logit / 2) in [-1, 1].",
         "Use it with `--evaluator minilm:THIS_FOLDER` (or the folder's path alone).",
         "",
         "## Data",
@@ -111,7 +118,7 @@ def manifest(
         "kind": "cross-encoder",
         "crag_version": __version__,
         "base": config.base,
-        "adapter": "lora",
+        "adapter": config.adapter,
         "max_length": config.max_length,
         "thresholds": {"upper": calib.upper, "lower": calib.lower, "filter": calib.filter},
         "topic_guard": fitted["topic_guard"],

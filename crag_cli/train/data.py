@@ -47,9 +47,10 @@ class TrainConfig:
     """Every setting of a training run (all recorded in the model card)."""
 
     base: str = EMBEDDED_BASE
-    epochs: int = 3
+    adapter: str = "lora"  # "lora": an adapter over the frozen base; "full": every encoder layer (evaluator/pooled.py)
+    epochs: int | None = None  # None: the adapter's own (ADAPTER_DEFAULTS)
     batch_size: int = 16
-    learning_rate: float = 5e-4
+    learning_rate: float | None = None  # None: the adapter's own
     max_length: int = 256
     lora_r: int = 16
     lora_alpha: int = 32
@@ -62,6 +63,18 @@ class TrainConfig:
     strip_recall: float = 0.9
     strip_mode: str = default("strip_mode")  # the setting (app/train.py); the card records it
     topic_guard: bool = True
+
+    def __post_init__(self) -> None:
+        if self.adapter not in ADAPTER_DEFAULTS:
+            raise TrainingError(f"unknown adapter {self.adapter!r}: choose {' or '.join(ADAPTER_DEFAULTS)}")
+        epochs, rate = ADAPTER_DEFAULTS[self.adapter]
+        self.epochs = epochs if self.epochs is None else self.epochs
+        self.learning_rate = rate if self.learning_rate is None else self.learning_rate
+
+
+# each adapter's passes and peak learning rate, where not given: LoRA trains few weights fast; a full fine-tune
+# moves every layer a little, once (docs/default-evaluator.md: "The cross-encoder fully fine-tuned")
+ADAPTER_DEFAULTS = {"lora": (3, 5e-4), "full": (1, 3e-5)}
 
 
 # ----------------------------------------------------------------------------- data

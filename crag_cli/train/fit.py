@@ -1,4 +1,4 @@
-"""Training: a LoRA adapter and a one-logit head over the base encoder, the best epoch kept, thresholds and topic guard calibrated, the folder written beside its name and renamed into place, with a model card."""
+"""Training: a LoRA adapter and a one-logit head over the base encoder (or every layer of it, mean-pooled), the best epoch kept, thresholds and topic guard calibrated, the folder written beside its name and renamed into place, with a model card."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..evaluator import (
     guard_can_lift,
     is_t5,
     load_classifier,
+    load_pooled,
     logit_to_score,
     read_trained,
 )
@@ -133,12 +134,10 @@ def train(
     check_output_folder(out)
     files.clean_stale(out)
     start = time.time()
-    tokenizer, model, t5 = _lora_model(config)
+    tokenizer, model, t5 = _model_to_train(config)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    log(
-        f"training {trainable:,} parameters (LoRA r={config.lora_r} + head) on {len(train_pairs)} pairs, "
-        f"validating on {len(val_pairs)}"
-    )
+    what = f"LoRA r={config.lora_r} + head" if config.adapter == "lora" else "every encoder layer + head"
+    log(f"training {trainable:,} parameters ({what}) on {len(train_pairs)} pairs, validating on {len(val_pairs)}")
     train_ds = _PairDataset(tokenizer, train_pairs, config.max_length, t5)
     val_ds = _PairDataset(tokenizer, val_pairs, config.max_length, t5)
     work = files.temp_dir(out)
@@ -181,8 +180,9 @@ def _check_pairs(train_pairs: Sequence[LabelledPair], val_pairs: Sequence[Labell
             raise TrainingError(f"the {side} pairs need both positives and negatives")
 
 
-def _lora_model(config: TrainConfig):
-    """The base encoder's tokenizer, the encoder with a LoRA adapter and head to train, and whether it is a T5."""
+def _model_to_train(config: TrainConfig):
+    """The base encoder's tokenizer, the model to train (a LoRA adapter and head over the encoder, or the
+    mean-pooled encoder whose layers all train: ``config.adapter``), and whether it is a T5."""
     import torch
     from peft import LoraConfig, TaskType, get_peft_model
     from transformers import set_seed
@@ -191,6 +191,10 @@ def _lora_model(config: TrainConfig):
         torch.set_num_threads(config.threads)
     set_seed(config.seed)
     torch.set_grad_enabled(True)
+    if config.adapter == "full":
+        tokenizer, model = load_pooled(config.base)
+        model.freeze()
+        return tokenizer, model, False
     tokenizer, model = load_classifier(config.base)
     t5 = is_t5(model)
     lora = LoraConfig(
@@ -337,11 +341,16 @@ def _note_weak_auc(best_auc: float | None, calib, log: Callable[[str], None]) ->
 
 
 def _save_weights(final: Path, model, base: str, domain_known, domain: dict | None) -> dict[str, str]:
-    """Write the adapter and head (and the domain's questions) into ``final``; their digests, by file name."""
+    """Write the adapter and head, or the trained layers (and the domain's questions) into ``final``; their
+    digests, by file name."""
     from .. import files
+    from ..evaluator.pooled import WEIGHTS as POOLED_WEIGHTS, MeanPooledCrossEncoder
     from .domain import DOMAIN_FILE, save_domain
 
-    model.save_pretrained(str(final), safe_serialization=True)
+    if isinstance(model, MeanPooledCrossEncoder):
+        model.save(final / POOLED_WEIGHTS)
+    else:
+        model.save_pretrained(str(final), safe_serialization=True)
     adapter_config = final / "adapter_config.json"  # name the base as crag does, not this machine's path
     if adapter_config.is_file():
         cfg = json.loads(adapter_config.read_text(encoding="utf-8"))
