@@ -193,6 +193,17 @@ def decisions(groups: dict, train: list[str], precision: float, read: int) -> li
     return lines
 
 
+def first_found(fit, questions: list, k: int) -> tuple[int, int, int]:
+    """``(in RRF's first k, in the fit's first k, questions)``: how many questions have a gold answer in the first
+    ``k`` passages in the retrieval's order and in the order of ``fit``'s probability (``questions``: rows, labels).
+    """
+    rrf = sum(any(y[:k]) for _, y in questions)
+    ranked = sum(
+        any(np.asarray(y)[np.argsort(-probability(fit, r), kind="stable")[:k]]) for r, y in questions if len(y)
+    )
+    return int(rrf), int(ranked), len(questions)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="append", required=True, help="NAME=QUESTIONS@INDEX[:N]")
@@ -230,6 +241,11 @@ def main() -> None:
             scores.append(auc([float(v) for r, _ in kept for v in probability(f, r)], [b for _, y in kept for b in y]))
         auc_lines.append(f"| {config} | " + " | ".join(f"{s:.3f}" for s in scores) + " |")
         if config == "fused":
+            found = [
+                first_found(f, [(r, y) for (_, r, y), q in zip(items[n], sets[n][1]) if q.id in answered[n]], 5)
+                for n in sets
+            ]
+        if config == "fused":
             groups = {n: [] for n in sets}
             for k in range(args.folds):  # the training sets' probabilities out of fold
                 held = {n: [j for j in range(len(items[n])) if j % args.folds == k] for n in train}
@@ -241,6 +257,12 @@ def main() -> None:
                     groups[n] = [(probability(f, r), r, y) for _, r, y in items[n]]
             groups = {n: [g for g in gs if len(g[2])] for n, gs in groups.items()}
     print("Pair AUC (training sets: in sample)\n\n" + "\n".join(auc_lines) + "\n")
+    print(
+        "A gold answer in the first 5 (questions with gold answers): the fused retrieval's order (RRF), the fit's\n\n"
+        + "| order | " + " | ".join(sets) + " |\n" + "|---" * (len(sets) + 1) + "|\n"
+        + "| RRF | " + " | ".join(f"{a} of {n}" for a, _, n in found) + " |\n"
+        + "| the fit (the eleven) | " + " | ".join(f"{b} of {n}" for _, b, n in found) + " |\n"
+    )  # fmt: skip
     head = ["| rule | set | questions | Correct (right) | Incorrect (right) | decided |", "|---|---|---|---|---|---|"]
     fitted = train + [spec(text)[0] for text in args.calibrate]
     print("Actions per question\n\n" + "\n".join(head + decisions(groups, fitted, args.precision, args.read)))

@@ -129,7 +129,7 @@ def main() -> None:
     for spec in args.also:
         qfile, ix, tag = spec.split(",")
         more = [json.loads(line) for line in open(qfile) if line.strip()]
-        pairs += labelled(more, BM25Index.load(ix), tag)
+        pairs += labelled(more, BM25Index.load(ix), tag, args.negatives)
     write_labelled_pairs(pairs, args.out / "pairs.jsonl")
 
 

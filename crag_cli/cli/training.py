@@ -192,7 +192,12 @@ TrainAdapterOpt = Annotated[
 TrainEpochsOpt = Annotated[
     Optional[int],
     typer.Option(
-        min=1, max=100, hidden=True, help="Passes over the training pairs (3 for lora, 1 for full unless given)."
+        min=1,
+        max=100,
+        hidden=True,
+        help="Passes over the training pairs (unless given: "
+        + ", ".join(f"{e} for {a}" for a, (e, _) in ADAPTER_DEFAULTS.items())
+        + ").",
     ),
 ]
 TrainLearningRateOpt = Annotated[
@@ -201,7 +206,9 @@ TrainLearningRateOpt = Annotated[
         min=1e-7,
         max=1.0,
         hidden=True,
-        help="Peak learning rate, warm-up then decay (5e-4 for lora, 3e-5 for full unless given).",
+        help="Peak learning rate, warm-up then decay (unless given: "
+        + ", ".join(f"{r:g} for {a}" for a, (_, r) in ADAPTER_DEFAULTS.items())
+        + ").",
     ),
 ]
 TrainBatchSizeOpt = Annotated[int, typer.Option(min=1, max=1024, hidden=True, help="Pairs per training step.")]

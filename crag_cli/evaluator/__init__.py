@@ -9,7 +9,8 @@ Three real evaluators:
   the answer mapped onto [-1, 1]. A trained evaluator is a folder holding
   ``crag-evaluator.json`` (base model, thresholds calibrated on its validation
   questions, sha256 of each weights file, checked before load) and a LoRA
-  adapter over its base. The embedded default is such an adapter over the
+  adapter over its base, or its trained layers (``--adapter full``,
+  :mod:`crag_cli.evaluator.pooled`). The embedded default is such an adapter over the
   embedded all-MiniLM-L6-v2, shipped inside this package
   (``crag_cli/evaluator/shipped/minilm-popqa``). A trained evaluator may carry a
   *topic guard* (see :class:`CrossEncoderEvaluator`).

@@ -130,6 +130,8 @@ class MiniLMEvaluator:
         """The embeddings of ``texts``, in order, in length-sorted forward passes."""
         import torch
 
+        from .pooled import mean_pool
+
         out = [None] * len(texts)
         for batch in length_sorted_batches(
             len(texts), [len(t) for t in texts], pass_size(self.batch_size, self.precision)
@@ -144,9 +146,7 @@ class MiniLMEvaluator:
             with torch.inference_mode():
                 hidden = self._model(**enc).last_hidden_state
             self.forward_passes += 1
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu()
+            pooled = torch.nn.functional.normalize(mean_pool(hidden, enc["attention_mask"]), p=2, dim=1).cpu()
             for j, i in enumerate(batch):
                 out[i] = pooled[j].numpy()
         return out

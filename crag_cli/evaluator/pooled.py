@@ -36,11 +36,9 @@ class MeanPooledCrossEncoder(torch.nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
         from transformers.modeling_outputs import SequenceClassifierOutput
 
-        hidden = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        logits = self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0))
+        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}  # a DistilBERT takes none
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **types).last_hidden_state
+        logits = self.head(mean_pool(hidden, attention_mask))
         loss = None
         if labels is not None:
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype).view_as(logits))
@@ -48,7 +46,7 @@ class MeanPooledCrossEncoder(torch.nn.Module):
 
     @property
     def device(self) -> torch.device:
-        return self.head.weight.device
+        return next(self.encoder.parameters()).device  # the embeddings' (int8 turns the head's into a method)
 
     def trained(self) -> dict[str, torch.nn.Parameter]:
         """The parameters training changes and ``WEIGHTS`` stores: every one but the embeddings' and the pooler's."""
@@ -60,6 +58,13 @@ class MeanPooledCrossEncoder(torch.nn.Module):
         for k, p in self.named_parameters():
             p.requires_grad_(k in trained)
         return sum(p.numel() for p in trained.values())
+
+    def round_as_stored(self) -> None:
+        """Round the trained parameters to half precision, as :meth:`save` stores them: what is calibrated is then
+        what a user loads."""
+        with torch.no_grad():
+            for p in self.trained().values():
+                p.copy_(p.to(torch.float16).to(p.dtype))
 
     def save(self, path: Path) -> None:
         """Write the trained parameters to ``path`` (safetensors, half precision)."""
@@ -86,6 +91,13 @@ class MeanPooledCrossEncoder(torch.nn.Module):
         with torch.no_grad():
             for k, p in want.items():
                 p.copy_(state[k].to(p.dtype))
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of ``hidden`` (batch × tokens × width) over each row's tokens (``attention_mask`` 1), as
+    sentence-transformers pools."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
 def mean_pooled(base: Path) -> tuple[object, MeanPooledCrossEncoder]:

@@ -1,4 +1,5 @@
-"""Trained cross-encoders (``minilm``, ``minilm:PATH``): a LoRA adapter and a head over a base encoder, with stored thresholds and topic guard."""
+"""Trained cross-encoders (``minilm``, ``minilm:PATH``): a LoRA adapter and a head over a base encoder, or its layers
+trained and mean-pooled, with stored thresholds and topic guard."""
 
 from __future__ import annotations
 
@@ -192,7 +193,7 @@ class CrossEncoderEvaluator:
     Parameters
     ----------
     path : str or Path
-        The trained evaluator's folder (``crag-evaluator.json`` + adapter).
+        The trained evaluator's folder (``crag-evaluator.json`` + adapter or ``encoder.safetensors``).
     batch_size : int
         Pairs per forward pass.
     max_length : int
@@ -250,10 +251,14 @@ class CrossEncoderEvaluator:
         if self._model is not None:
             return
         import torch
+        from safetensors import SafetensorError
 
         manifest = read_trained(self.path)
         verify_files(self.path, manifest)
-        full = manifest.get("adapter") == "full"  # every layer trained and stored (pooled.py), not LoRA
+        adapter = manifest.get("adapter", "lora")
+        if adapter not in ("lora", "full"):
+            raise EvaluatorError(f"trained evaluator {self.path}: unknown adapter {adapter!r} (a newer crag made it?)")
+        full = adapter == "full"  # every layer trained and stored (pooled.py), not LoRA
         tokenizer, model = load_pooled(manifest["base"]) if full else load_classifier(manifest["base"])
         try:
             if full:
@@ -264,7 +269,7 @@ class CrossEncoderEvaluator:
                 from peft import PeftModel
 
                 model = PeftModel.from_pretrained(model, str(self.path)).merge_and_unload()
-        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
             raise EvaluatorError(f"cannot load trained evaluator {self.path}: {exc}") from None
         self.max_length = min(self.max_length, int(manifest["max_length"]))
         self._tokenizer, self._model, self._t5 = tokenizer, with_precision(model.eval(), self.precision), is_t5(model)

@@ -12,7 +12,8 @@
   positive, the retrieved passages that do not hold the answer are negatives.
 
 :func:`split_by_question` keeps every question on one side. :func:`train`
-fine-tunes a LoRA adapter and a one-logit head over the base encoder with
+fine-tunes a LoRA adapter and a one-logit head over the base encoder (or, with
+``adapter="full"``, every encoder layer, mean-pooled) with
 binary cross-entropy, using transformers' ``Trainer`` (scored on the
 validation questions after every epoch: pair accuracy, AUC, action accuracy;
 the best epoch kept), then calibrates the action and strip thresholds on the

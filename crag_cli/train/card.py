@@ -14,7 +14,9 @@ from .data import LabelledPair, TrainConfig, question_fingerprint, question_grou
 def _what(card: dict) -> str:
     """What was trained, in words: a LoRA adapter, or every layer (``--adapter full``)."""
     if card.get("adapter") == "full":
-        return f"every layer of `{card['base']}` trained, mean-pooled, and a one-logit head"
+        return (
+            f"every encoder layer of `{card['base']}` trained (its embeddings kept), mean-pooled, and a one-logit head"
+        )
     return f"a LoRA adapter and a one-logit head over `{card['base']}`"
 
 

@@ -67,6 +67,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.adapter not in ADAPTER_DEFAULTS:
             raise TrainingError(f"unknown adapter {self.adapter!r}: choose {' or '.join(ADAPTER_DEFAULTS)}")
+        if self.adapter == "full" and self.base.startswith("t5:"):
+            raise TrainingError("--adapter full trains an encoder (BERT-like) base, not a T5: use --adapter lora")
         epochs, rate = ADAPTER_DEFAULTS[self.adapter]
         self.epochs = epochs if self.epochs is None else self.epochs
         self.learning_rate = rate if self.learning_rate is None else self.learning_rate

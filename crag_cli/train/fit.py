@@ -143,6 +143,8 @@ def train(
     work = files.temp_dir(out)
     try:
         model, history = _fit(model, tokenizer, train_ds, val_ds, val_pairs, config, work)
+        if hasattr(model, "round_as_stored"):  # a full fine-tune is stored in half precision: calibrate that
+            model.round_as_stored()
         best = max(range(len(history)), key=lambda i: (history[i]["action_accuracy"], -i))
         # calibrate on the validation questions only (never on the training ones)
         from ..evaluator import CrossEncoderEvaluator
