@@ -245,7 +245,6 @@ def main() -> None:
                 first_found(f, [(r, y) for (_, r, y), q in zip(items[n], sets[n][1]) if q.id in answered[n]], 5)
                 for n in sets
             ]
-        if config == "fused":
             groups = {n: [] for n in sets}
             for k in range(args.folds):  # the training sets' probabilities out of fold
                 held = {n: [j for j in range(len(items[n])) if j % args.folds == k] for n in train}

@@ -105,14 +105,20 @@ def verify_files(path: Path, manifest: dict) -> None:
             )
 
 
-def load_classifier(base: str, num_labels: int = 1):
-    """``(tokenizer, model)``: a base encoder (or T5) with a fresh ``num_labels``-output head."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-
+def _base_folder(base: str) -> Path:
+    """The base model's folder, which must exist (transformers quieted: it is about to be loaded)."""
     quiet_transformers()
     path = base_path(base)
     if not Path(path).is_dir():
         raise EvaluatorError(f"evaluator base model not found: {path}")
+    return path
+
+
+def load_classifier(base: str, num_labels: int = 1):
+    """``(tokenizer, model)``: a base encoder (or T5) with a fresh ``num_labels``-output head."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    path = _base_folder(base)
     try:
         config = AutoConfig.from_pretrained(str(path), local_files_only=True, num_labels=num_labels)
         config.problem_type = "multi_label_classification"  # one logit, binary cross-entropy
@@ -126,11 +132,9 @@ def load_classifier(base: str, num_labels: int = 1):
 def load_pooled(base: str):
     """``(tokenizer, model)``: a base encoder, mean-pooled, with a fresh one-logit head (every layer trainable;
     :mod:`crag_cli.evaluator.pooled`)."""
-    quiet_transformers()
-    path = base_path(base)
-    if not Path(path).is_dir():
-        raise EvaluatorError(f"evaluator base model not found: {path}")
     from .pooled import mean_pooled
+
+    path = _base_folder(base)
 
     try:
         tokenizer, model = mean_pooled(path)

@@ -128,6 +128,7 @@ def train(
     import torch
 
     from .. import files
+    from ..evaluator.pooled import MeanPooledCrossEncoder
 
     _check_pairs(train_pairs, val_pairs)
     out = Path(out)
@@ -143,7 +144,7 @@ def train(
     work = files.temp_dir(out)
     try:
         model, history = _fit(model, tokenizer, train_ds, val_ds, val_pairs, config, work)
-        if hasattr(model, "round_as_stored"):  # a full fine-tune is stored in half precision: calibrate that
+        if isinstance(model, MeanPooledCrossEncoder):  # stored in half precision: calibrate that
             model.round_as_stored()
         best = max(range(len(history)), key=lambda i: (history[i]["action_accuracy"], -i))
         # calibrate on the validation questions only (never on the training ones)
