@@ -1,11 +1,12 @@
 """The fused evaluator: its features, its fit (against scikit-learn), its thresholds, and how the pipeline uses it."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from crag_cli.action.trigger import Action, Thresholds
+from crag_cli.action.trigger import CALIBRATED, FUSED, Action, Thresholds
 from crag_cli.documents.passages import Passage
 from crag_cli.evaluator import EvaluatorError
 from crag_cli.evaluator.fused import FEATURES, FusedFit, features, read_fused, write_fused
@@ -62,8 +63,8 @@ class LogitEvaluator:
         return [0.1] * len(questions)
 
 
-def _pipeline(cosines, fit):
-    th = Thresholds(0.9, -0.9, -0.95, "its own")
+def _pipeline(cosines, fit, source="its own"):
+    th = Thresholds(0.9, -0.9, -0.95, source)
     return Pipeline(DenseRetriever(cosines), LogitEvaluator(fit), th)
 
 
@@ -147,3 +148,41 @@ def test_the_fit_sample_keeps_questions_without_answers_only_when_asked(tmp_path
     every = sample(path, None, 0, trained, unanswered=True)
     assert sorted(q["id"] for q in every) == ["q0", "q2", "q3", "q4", "q5", "q6", "q7"]
     assert [q["id"] for q in sample(path, 3, 0, trained, unanswered=True)] == [q["id"] for q in every[:3]]
+
+
+def _deciding(cosine_weight=4.0):
+    return replace(_fit(cosine_weight), upper=0.6, lower=0.3)
+
+
+def test_a_fit_with_thresholds_decides_the_action_in_or_out_of_the_domain():
+    pipe = _pipeline([0.1, 0.9, 0.7, 0.2, 0.6], _deciding(), CALIBRATED)
+    result = pipe.evaluate("a question out of the evaluator's domain")
+    assert result.in_domain is False and result.action is Action.CORRECT  # p(0.9) = 0.83 >= 0.6; no domain guard
+    assert result.evidence_score == pytest.approx(1 / (1 + np.exp(-(4 * 0.9 - 2))))
+    assert result.probabilities == sorted(result.probabilities, reverse=True)
+    assert (result.thresholds.upper, result.thresholds.lower, result.thresholds.source) == (0.6, 0.3, FUSED)
+    pipe.act(result)
+    # Correct keeps every passage in the fused order (the cross-encoder's -0.9 would keep none) and reads the first 3
+    assert [s.source for s in result.internal_knowledge] == ["p1", "p2", "p4", "p3", "p0"]
+    assert [s.source for s in pipe.reader_strips(result)] == ["p1", "p2", "p4"]
+    low = _pipeline([0.1, 0.2], _deciding(), CALIBRATED).evaluate("q")  # p(0.2) = 0.20 < 0.3, no lexical support
+    assert low.action is Action.INCORRECT
+
+
+def test_thresholds_the_user_gives_keep_the_cross_encoders_rule():
+    pipe = _pipeline([0.1, 0.9], _deciding())  # "its own": not the evaluator's calibrated thresholds
+    result = pipe.evaluate("q")
+    assert result.action is Action.AMBIGUOUS and result.thresholds.source == "its own"
+    assert _pipeline([0.1, 0.9], _deciding(), CALIBRATED).evaluate("q").action is Action.CORRECT
+
+
+def test_stored_action_thresholds_read_back_and_half_a_pair_is_refused(tmp_path):
+    (tmp_path / "crag-evaluator.json").write_text(json.dumps({"format": 1}))
+    write_fused(tmp_path, _deciding(), "a test")
+    manifest = json.loads((tmp_path / "crag-evaluator.json").read_text())
+    assert read_fused(manifest, tmp_path) == _deciding() and read_fused(manifest, tmp_path).decides
+    assert "upper" not in _fit().to_dict() and not _fit().decides
+    for bad in ({"lower": None}, {"upper": 1.5}, {"upper": 0.2, "lower": 0.4}):
+        broken = {**manifest, "fused": {**manifest["fused"], **bad}}
+        with pytest.raises(EvaluatorError, match="bad 'fused' entry"):
+            read_fused(broken, tmp_path)

@@ -64,6 +64,10 @@ MINILM_LOWER = 0.1424
 MINILM_FILTER = 0.0733
 
 
+CALIBRATED = "calibrated with the evaluator"  # the source of a trained evaluator's own thresholds
+FUSED = "the fused evaluator's, calibrated with it"  # a question's, when its fused fit decided (probabilities)
+
+
 def decide(scores: Sequence[float], upper: float, lower: float, supported: bool = False) -> Action:
     """The CRAG action for a question's passage scores.
 
@@ -157,7 +161,7 @@ def resolve_thresholds(
     elif family == "trained":
         stored = trained_thresholds(evaluator)
         base_upper, base_lower, base_filter = stored["upper"], stored["lower"], stored["filter"]
-        source = "calibrated with the evaluator"
+        source = CALIBRATED
     else:
         base_upper, base_lower, base_filter, source = MINILM_UPPER, MINILM_LOWER, MINILM_FILTER, "minilm-cosine default"
     if upper is not None or lower is not None or filter_threshold is not None:

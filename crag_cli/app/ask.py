@@ -29,13 +29,14 @@ def knowledge_notes(result) -> list[str]:
     list of str
         One line a note, in the order shown; empty when there is nothing to say.
     """
-    from ..action.trigger import Action
+    from ..action.trigger import FUSED, Action
     from ..reader.prompts import AUTO
 
     notes = []
     if result.in_domain is False:
         notes.append("the question is unlike those the evaluator was trained on (out of its domain)")
-    if result.evidence_score is not None and result.action is Action.CORRECT:
+    fused = result.thresholds is not None and result.thresholds.source == FUSED
+    if result.evidence_score is not None and result.action is Action.CORRECT and not fused:
         notes.append(
             f"judged Correct by the evaluator's logit, BM25 support and rank combined ({result.evidence_score:+.2f})"
         )

@@ -45,9 +45,12 @@ def to_record(result: Result) -> dict[str, Any]:
                 "bm25": round(h.score, 4),
                 **({"support": round(h.support, 4)} if h.support is not None else {}),
                 "score": round(s, 4) if s is not None else None,
+                **({"probability": round(p, 4)} if p is not None else {}),
                 **({"source": h.passage.cite} if h.passage.page else {}),
             }
-            for h, s in zip(result.hits, list(result.scores) + [None] * (len(result.hits) - len(result.scores)))
+            for h, s, p in zip(
+                result.hits, _padded(result.scores, result.hits), _padded(result.probabilities, result.hits)
+            )
         ],
         "internal_knowledge": (
             [s.to_dict() for s in result.internal_knowledge] if result.internal_knowledge is not None else None
@@ -236,3 +239,9 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
         return n
     except OSError:
         return None
+
+
+def _padded(values, hits) -> list:
+    """``values`` (or none) with ``None`` for each hit past them."""
+    values = list(values or [])
+    return values + [None] * (len(hits) - len(values))

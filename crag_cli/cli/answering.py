@@ -71,25 +71,31 @@ def _write_line(rec: dict) -> None:
 
 def _print_evaluation(result, evaluator: str) -> None:
     """The evaluator's table of the retrieved passages and the action, on stdout."""
+    from ..action.trigger import FUSED
+
     out = Console(highlight=False)
     table = Table(title=f"Evaluator {evaluator}", show_lines=False)
     for col in ("rank", "bm25", "support", "score", "title", "snippet"):
         table.add_column(col, overflow="fold", no_wrap=col in ("rank", "bm25", "support", "score"))
-    th = result.thresholds
-    for hit, score in zip(result.hits, result.scores):
-        mark = "+" if score >= th.upper else ("-" if score < th.lower else "?")
+    th, fused = result.thresholds, result.thresholds.source == FUSED  # fused: the probability decided
+    p = result.probabilities if fused else None
+    for i, (hit, score) in enumerate(zip(result.hits, result.scores)):
+        decisive = p[i] if p is not None else score
+        mark = "+" if decisive >= th.upper else ("-" if decisive < th.lower else "?")
         snippet = hit.passage.text[:90] + ("..." if len(hit.passage.text) > 90 else "")
         title = hit.passage.title[:30] + (f" (p. {hit.passage.page})" if hit.passage.page else "")
         support = "" if hit.support is None else f"{hit.support:.2f}"
-        table.add_row(str(hit.rank), f"{hit.score:.2f}", support, f"{score:+.3f} {mark}", title, snippet)
+        shown = f"{score:+.3f}" + ("" if p is None else f" p {p[i]:.2f}")
+        table.add_row(str(hit.rank), f"{hit.score:.2f}", support, f"{shown} {mark}", title, snippet)
     out.print(table)
-    best = max(result.scores) if result.scores else None
+    best = max(p if p is not None else result.scores) if result.scores else None
     out.print(
-        f"action: {result.action.value.upper()}  (best score {best if best is None else f'{best:+.3f}'}; "
+        f"action: {result.action.value.upper()}  (best {'probability' if p else 'score'} "
+        f"{best if best is None else f'{best:+.3f}'}; "
         f"upper {th.upper:+.3f}, lower {th.lower:+.3f}; {th.source}; "
         f"lexical support {'yes' if result.supported else 'no'}; "
         f"in the evaluator's domain: {({True: 'yes', False: 'no'}).get(result.in_domain, 'cannot tell')}"
-        + ("" if result.evidence_score is None else f"; combined evidence {result.evidence_score:+.3f}")
+        + ("" if result.evidence_score is None or p else f"; combined evidence {result.evidence_score:+.3f}")
         + ")",
         markup=False,
     )

@@ -9,9 +9,11 @@ how each compares with the question's best passage (:data:`FEATURES`),
 fitted on thousands of questions of several kinds (SQuAD's, PopQA's):
 ``crag_cli.train.fused`` fits it, docs/default-evaluator.md says how it was made and
 what it measured. Its probability that a passage holds the answer orders
-the passages the reader reads (the action stays the cross-encoder's: calibrated
-on a mix of kinds, the fit's own verdicts reached 85% precision on almost no
-question, docs/default-evaluator.md).
+the passages the reader reads. A fit that stores action thresholds (``upper``,
+``lower``: calibrated out of fold on a mix of kinds) also decides the action by the
+best passage's probability, in and out of the cross-encoder's domain (the domain is
+one of its features); one without keeps the cross-encoder's action
+(docs/default-evaluator.md).
 """
 
 from __future__ import annotations
@@ -81,12 +83,21 @@ def features(
 
 @dataclass(frozen=True)
 class FusedFit:
-    """The fitted combination: ``mean`` and ``scale`` standardise each feature before the weights apply."""
+    """The fitted combination: ``mean`` and ``scale`` standardise each feature before the weights apply;
+    ``upper`` and ``lower``, when stored, are the probabilities at which the best passage triggers Correct and
+    Incorrect (:func:`crag_cli.action.trigger.decide`)."""
 
     weights: tuple[float, ...]
     bias: float
     mean: tuple[float, ...]
     scale: tuple[float, ...]
+    upper: float | None = None
+    lower: float | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether the fit decides the action (it stores both thresholds)."""
+        return self.upper is not None and self.lower is not None
 
     def probabilities(self, rows) -> list[float]:
         """Each candidate's probability of holding the answer, from its :func:`features` ``rows``.
@@ -104,23 +115,26 @@ class FusedFit:
         margin = x @ np.asarray(self.weights) + self.bias
         return [float(p) for p in 1.0 / (1.0 + np.exp(-np.clip(margin, -40, 40)))]
 
-    def order(self, logits: Sequence[float], evidence: Sequence[tuple[float, float, int, int]], domain: float):
-        """One question's passages (their indices) best first by their probability; ``evidence`` is each passage's
-        (support, cosine, BM25 rank, dense rank), ``domain`` the question's (:func:`features`). Ties keep their order.
+    def ranked(self, logits: Sequence[float], evidence: Sequence[tuple[float, float, int, int]], domain: float):
+        """One question's passages (their indices) best first by their probability, and those probabilities in that
+        order; ``evidence`` is each passage's (support, cosine, BM25 rank, dense rank), ``domain`` the question's
+        (:func:`features`). Ties keep their order.
 
         Examples
         --------
         >>> n = len(FEATURES)
         >>> fit = FusedFit((1.0,) + (0.0,) * (n - 1), 0.0, (0.0,) * n, (1.0,) * n)
-        >>> fit.order([0.0, 2.0, 0.0], [(0.1, 0.2, 1, 2), (0.0, 0.1, 2, 1), (0.0, 0.0, 3, 3)], 0.3)
-        [1, 0, 2]
+        >>> order, p = fit.ranked([0.0, 2.0, 0.0], [(0.1, 0.2, 1, 2), (0.0, 0.1, 2, 1), (0.0, 0.0, 3, 3)], 0.3)
+        >>> order, [round(x, 3) for x in p]
+        ([1, 0, 2], [0.881, 0.5, 0.5])
         """
         supports, cosines, ranks, dense_ranks = zip(*evidence) if evidence else ((), (), (), ())
         p = self.probabilities(features(logits, supports, cosines, ranks, dense_ranks, domain))
-        return sorted(range(len(p)), key=lambda i: -p[i])
+        order = sorted(range(len(p)), key=lambda i: -p[i])
+        return order, [p[i] for i in order]
 
     def to_dict(self) -> dict:
-        return {"features": list(FEATURES), **asdict(self)}
+        return {"features": list(FEATURES), **{k: v for k, v in asdict(self).items() if v is not None}}
 
 
 def read_fused(manifest: dict, where: Path) -> FusedFit | None:
@@ -134,12 +148,18 @@ def read_fused(manifest: dict, where: Path) -> FusedFit | None:
             bias=float(entry["bias"]),
             mean=tuple(float(m) for m in entry["mean"]),
             scale=tuple(float(s) for s in entry["scale"]),
+            upper=None if entry.get("upper") is None else float(entry["upper"]),
+            lower=None if entry.get("lower") is None else float(entry["lower"]),
         )
+        bounds = [v for v in (fit.lower, fit.upper) if v is not None]
         ok = (
             list(entry["features"]) == list(FEATURES)
             and len(fit.weights) == len(fit.mean) == len(fit.scale) == len(FEATURES)
             and all(math.isfinite(v) for v in (*fit.weights, *fit.mean, fit.bias))
             and all(math.isfinite(v) and v > 0 for v in fit.scale)
+            and (fit.upper is None) == (fit.lower is None)
+            and all(0.0 <= v <= 1.0 for v in bounds)
+            and bounds == sorted(bounds)
         )
     except (TypeError, KeyError, ValueError):
         ok = False

@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ..action.trigger import Action, Thresholds, decide, supported
+from ..action.trigger import CALIBRATED, FUSED, Action, Thresholds, decide, supported
 from ..evaluator import Evaluator, Scorer
 from ..evaluator.fused import FusedFit
 from .generation import GenerationStep, not_found
@@ -28,13 +28,7 @@ from ..reader.prompts import (
     KnowledgeItem,
     prompt_task,
 )
-from ..action.refine import (
-    KnowledgeSource,
-    Strip,
-    Unread,
-    refine,
-    strip_pieces,
-)
+from ..action.refine import KnowledgeSource, Strip, Unread, refine, strip_pieces
 from .result import Result, Timer, evidence
 from ..settings import Settings
 from ..web import ExternalKnowledge, WebCorrector
@@ -97,19 +91,24 @@ class Pipeline:
             self._fit = fit if fit is not None and getattr(self.retriever, "dense", False) else None
         return self._fit  # type: ignore[return-value]
 
+    @property
+    def fused_action(self) -> bool:
+        """Whether the fused :attr:`fit` decides the action: it stores thresholds, and the evaluator's own are in force."""
+        return self.fit is not None and self.fit.decides and self.thresholds.source == CALIBRATED
+
     def _fused(self, question: str, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
-        """The hits, their scores and logits in the fused evaluator's order (as they are without a :attr:`fit`)."""
+        """The hits, scores and logits in the fused order (as they are without a :attr:`fit`), and their probabilities."""
         if (
             self.fit is None
             or not hits
             or logits is None
             or any(h.dense_rank is None or h.support is None for h in hits)
         ):
-            return hits, scores, logits
+            return hits, scores, logits, None
         near = self.evaluator.nearness([question])  # type: ignore[attr-defined]
         evidence = [(h.support, h.cosine, h.rank, h.dense_rank) for h in hits]
-        order = self.fit.order(logits, evidence, near[0] if near else 0.0)
-        return [hits[i] for i in order], [scores[i] for i in order], [logits[i] for i in order]
+        order, p = self.fit.ranked(logits, evidence, near[0] if near else 0.0)
+        return [hits[i] for i in order], [scores[i] for i in order], [logits[i] for i in order], p
 
     @property
     def task(self) -> str:
@@ -140,8 +139,8 @@ class Pipeline:
         strips = []
         for q, hs, in_domain in zip(qs, hits, known):
             scores, logits = self._scorer.judged([(q, h.passage.text) for h in hs])
-            hs, scores, logits = self._fused(q, hs, scores, logits)
-            _, action, _ = self._judge(hs, scores, in_domain, logits)
+            hs, scores, logits, p = self._fused(q, hs, scores, logits)
+            _, action, _ = self._judge(hs, scores, in_domain, logits, p)
             if self.settings.refine and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
@@ -161,8 +160,11 @@ class Pipeline:
         Correct: those scoring at least the lower threshold, or with lexical support (over the filter threshold,
         holding more than ``lexical_support`` of the question's term weight). Ambiguous: those scoring at least the
         filter threshold; all out of the evaluator's domain (its scores prove nothing there, :meth:`_judge`).
-        Incorrect: all, read only when no web strip came (:meth:`act`). Why: docs/how-it-works.md."""
-        if action is Action.INCORRECT or (action is Action.AMBIGUOUS and self._outside(in_domain)):
+        Incorrect: all, read only when no web strip came (:meth:`act`). Under the :attr:`fused_action` Correct keeps
+        them all too, in the fused order, and reads the first (``strips_correct``): the cross-encoder's score is not
+        what decided. Why: docs/how-it-works.md."""
+        outside = action is Action.AMBIGUOUS and self._outside(in_domain)
+        if action is Action.INCORRECT or outside or (action is Action.CORRECT and self.fused_action):
             return list(zip(hits, scores))
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
@@ -179,13 +181,17 @@ class Pipeline:
             result.hits = self._retrieve(question)
         with Timer(result.timings, "evaluate"):
             result.scores, logits = self._scorer.judged([(question, h.passage.text) for h in result.hits])
-            result.hits, result.scores, logits = self._fused(question, result.hits, result.scores, logits)
+            result.hits, result.scores, logits, result.probabilities = self._fused(
+                question, result.hits, result.scores, logits
+            )
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
-        result.thresholds = self.thresholds
+        result.thresholds = self.thresholds  # the record shows the thresholds that decided:
+        if self.fused_action and result.probabilities is not None:
+            result.thresholds = replace(self.thresholds, upper=self.fit.upper, lower=self.fit.lower, source=FUSED)  # type: ignore[union-attr, arg-type]
         result.lexical_support = self.settings.lexical_support
         result.supported, result.action, result.evidence_score = self._judge(
-            result.hits, result.scores, result.in_domain, logits
+            result.hits, result.scores, result.in_domain, logits, result.probabilities
         )
         return result
 
@@ -234,14 +240,20 @@ class Pipeline:
         scores: Sequence[float],
         in_domain: bool | None = None,
         logits: Sequence[float] | None = None,
+        probabilities: Sequence[float] | None = None,
     ) -> tuple[bool, Action, float | None]:
         """Whether a passage has lexical support, the action (:func:`crag_cli.action.trigger.decide`) and the combined evidence.
 
-        With ``domain_guard``, a question with passages outside the evaluator's domain is Correct only by its stored
-        combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
+        Under the :attr:`fused_action`, the action is the paper's rule over the fused ``probabilities`` and the
+        fit's thresholds, in the domain or out of it (the fit weighs the question's nearness to the domain itself),
+        and the combined evidence is the best probability. Otherwise, with ``domain_guard``, a question with passages
+        outside the evaluator's domain is Correct only by its stored combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
         and Correct would keep a passage), else Ambiguous whatever the scores say: neither the evaluator's sureness nor
         its doubt carries there (docs/how-it-works.md). The evidence is ``None`` where it was not consulted."""
         has_support = self._supported(hits, scores)
+        if probabilities is not None and self.fused_action:
+            up, low = self.fit.upper, self.fit.lower  # type: ignore[union-attr]
+            return has_support, decide(probabilities, up, low, has_support), max(probabilities)  # type: ignore[arg-type]
         action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
         if not self._outside(in_domain) or not hits:
             return has_support, action, None

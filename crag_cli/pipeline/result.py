@@ -36,6 +36,7 @@ class Result:
     action: Action | None = None
     hits: list[Hit] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
+    probabilities: list[float] | None = None  # the fused evaluator's, per hit (None: no fused fit read them)
     thresholds: Thresholds | None = None
     lexical_support: float | None = None  # the share that made a passage supported (crag mode)
     supported: bool | None = None  # some passage had lexical support (decided with the action)

@@ -1,7 +1,7 @@
 """Fit the fused evaluator (:mod:`crag_cli.evaluator.fused`) on questions of several kinds, and store it.
 
     python -m crag_cli.train.fused --set NAME=QUESTIONS@INDEX [--set ...] --cache DIR --out EVALUATOR \\
-        [--questions N] [--folds K] [--precision P] [--seed S]
+        [--questions N] [--folds K] [--precision P] [--seed S] [--decide]
 
 Each ``--set`` is a JSONL file of questions with gold ``answers`` and a crag index (with its dense part) of the
 documents they are about. For each question the fused retrieval's top 10 (:class:`crag_cli.index.Retrieval`) are
@@ -10,8 +10,9 @@ labelled (a gold answer in the passage, as whole words) and given the evaluator'
 pairs a second on 2 cores). Up to ``--questions`` of a set's questions are used (a seeded sample; none that the
 cross-encoder was trained on, as its manifest lists them). The logistic regression (L2, L-BFGS;
 :func:`fit_logistic`) weighs every set alike; the thresholds are the loosest at which every set's questions,
-scored by fits on the other ``--folds`` (:func:`out_of_fold`), reach ``--precision`` (:func:`calibrate`). ``EVALUATOR`` (a trained evaluator's folder: its logits are the ones fitted) gets the fit as
-its manifest's ``fused`` entry. How the shipped one was made: docs/default-evaluator.md.
+scored by fits on the other ``--folds`` (:func:`out_of_fold`), reach ``--precision`` (:func:`calibrate`); with ``--decide`` they are stored too, and the fit then decides the
+action. ``EVALUATOR`` (a trained evaluator's folder: its logits are the ones fitted) gets the fit as its manifest's
+``fused`` entry. How the shipped one was made: docs/default-evaluator.md.
 """
 
 from __future__ import annotations
@@ -257,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--precision", type=float, default=0.85)
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--decide", action="store_true", help="store the thresholds: the fit then decides the action")
     args = parser.parse_args(argv)
     from ..evaluator import build_evaluator
 
@@ -268,9 +270,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         near = nearness(evaluator, [r["question"] for r in records])
         every += [as_question(name, r, d) for r, d in zip(records, near)]
     weights, bias, mean, scale = fit(every, args.l2)
-    final = FusedFit(tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)))
-    write_fused(args.out, final, "python -m crag_cli.train.fused " + " ".join(sys.argv[1:] if argv is None else argv))
     upper, lower, keep = calibrate(out_of_fold(every, args.folds, args.l2), args.precision)
+    final = FusedFit(
+        tuple(map(float, weights)),
+        bias,
+        tuple(map(float, mean)),
+        tuple(map(float, scale)),
+        *((float(upper), float(lower)) if args.decide else ()),
+    )
+    write_fused(args.out, final, "python -m crag_cli.train.fused " + " ".join(sys.argv[1:] if argv is None else argv))
     could = {"upper": upper, "lower": lower, "keep": keep, "precision": args.precision}
     print(json.dumps({**final.to_dict(), "questions": len(every), "thresholds_at_precision": could}))
 
