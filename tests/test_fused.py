@@ -151,21 +151,22 @@ def test_the_fit_sample_keeps_questions_without_answers_only_when_asked(tmp_path
 
 
 def _deciding(cosine_weight=4.0):
-    return replace(_fit(cosine_weight), upper=0.6, lower=0.3)
+    return replace(_fit(cosine_weight), upper=0.75, lower=0.65)
 
 
 def test_a_fit_with_thresholds_decides_the_action_in_or_out_of_the_domain():
     pipe = _pipeline([0.1, 0.9, 0.7, 0.2, 0.6], _deciding(), CALIBRATED)
     result = pipe.evaluate("a question out of the evaluator's domain")
-    assert result.in_domain is False and result.action is Action.CORRECT  # p(0.9) = 0.83 >= 0.6; no domain guard
+    assert result.in_domain is False and result.action is Action.CORRECT  # p(0.9) = 0.83 >= 0.75; no domain guard
     assert result.evidence_score == pytest.approx(1 / (1 + np.exp(-(4 * 0.9 - 2))))
     assert result.probabilities == sorted(result.probabilities, reverse=True)
-    assert (result.thresholds.upper, result.thresholds.lower, result.thresholds.source) == (0.6, 0.3, FUSED)
+    assert (result.thresholds.upper, result.thresholds.lower, result.thresholds.source) == (0.75, 0.65, FUSED)
     pipe.act(result)
-    # Correct keeps every passage in the fused order (the cross-encoder's -0.9 would keep none) and reads the first 3
-    assert [s.source for s in result.internal_knowledge] == ["p1", "p2", "p4", "p3", "p0"]
-    assert [s.source for s in pipe.reader_strips(result)] == ["p1", "p2", "p4"]
-    low = _pipeline([0.1, 0.2], _deciding(), CALIBRATED).evaluate("q")  # p(0.2) = 0.20 < 0.3, no lexical support
+    # Correct keeps the passages whose probability reaches the fit's lower threshold, in the fused order (0.83,
+    # 0.69; not 0.6, 0.23, 0.17), though the cross-encoder scored every one -0.9, below its own lower threshold
+    assert [s.source for s in result.internal_knowledge] == ["p1", "p2"]
+    assert [s.source for s in pipe.reader_strips(result)] == ["p1", "p2"]
+    low = _pipeline([0.1, 0.2], _deciding(), CALIBRATED).evaluate("q")  # p(0.2) = 0.23 < 0.65, no lexical support
     assert low.action is Action.INCORRECT
 
 

@@ -98,12 +98,8 @@ class Pipeline:
 
     def _fused(self, question: str, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
         """The hits, scores and logits in the fused order (as they are without a :attr:`fit`), and their probabilities."""
-        if (
-            self.fit is None
-            or not hits
-            or logits is None
-            or any(h.dense_rank is None or h.support is None for h in hits)
-        ):
+        unranked = any(h.dense_rank is None or h.support is None for h in hits)
+        if self.fit is None or not hits or logits is None or unranked:
             return hits, scores, logits, None
         near = self.evaluator.nearness([question])  # type: ignore[attr-defined]
         evidence = [(h.support, h.cosine, h.rank, h.dense_rank) for h in hits]
@@ -144,7 +140,7 @@ class Pipeline:
             if self.settings.refine and action is not Action.INCORRECT:
                 sources = [
                     KnowledgeSource(h.passage.cite, h.passage.title, h.passage.text)
-                    for h, _ in self._kept(hs, scores, action, in_domain)
+                    for h, _ in self._kept(hs, scores, action, in_domain, p)
                 ]
                 strips += [(q, text) for text, _, _ in strip_pieces(sources, self.settings.strip_mode)]
         self._scorer.add(strips)
@@ -153,22 +149,27 @@ class Pipeline:
             self._ahead_seconds[q] = ((t1 - t0) / len(qs), (t2 - t1) / len(qs))
 
     def _kept(
-        self, hits: Sequence[Hit], scores: Sequence[float], action: Action, in_domain: bool | None = None
+        self,
+        hits: Sequence[Hit],
+        scores: Sequence[float],
+        action: Action,
+        in_domain: bool | None = None,
+        probabilities: Sequence[float] | None = None,
     ) -> list[tuple[Hit, float]]:
         """The passages that refinement reads, with their scores; which depends on how sure the evaluator is.
 
         Correct: those scoring at least the lower threshold, or with lexical support (over the filter threshold,
         holding more than ``lexical_support`` of the question's term weight). Ambiguous: those scoring at least the
         filter threshold; all out of the evaluator's domain (its scores prove nothing there, :meth:`_judge`).
-        Incorrect: all, read only when no web strip came (:meth:`act`). Under the :attr:`fused_action` Correct keeps
-        them all too, in the fused order, and reads the first (``strips_correct``): the cross-encoder's score is not
-        what decided. Why: docs/how-it-works.md."""
-        outside = action is Action.AMBIGUOUS and self._outside(in_domain)
-        if action is Action.INCORRECT or outside or (action is Action.CORRECT and self.fused_action):
+        Incorrect: all, read only when no web strip came (:meth:`act`). Under the :attr:`fused_action` Correct's are
+        those whose fused ``probabilities`` reach the fit's lower threshold, or supported. Why: docs/how-it-works.md."""
+        if action is Action.INCORRECT or (action is Action.AMBIGUOUS and self._outside(in_domain)):
             return list(zip(hits, scores))
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
-        return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.lower or self._supported([h], [s])]
+        fused = self.fused_action and probabilities is not None
+        low, by = (self.fit.lower, probabilities) if fused else (self.thresholds.lower, scores)  # type: ignore[union-attr]
+        return [(h, s) for h, s, x in zip(hits, scores, by) if x >= low or self._supported([h], [s])]  # type: ignore[operator]
 
     def _outside(self, in_domain: bool | None) -> bool:  # the domain guard holds the verdicts out of the domain
         return self.settings.domain_guard and in_domain is False
@@ -244,10 +245,10 @@ class Pipeline:
     ) -> tuple[bool, Action, float | None]:
         """Whether a passage has lexical support, the action (:func:`crag_cli.action.trigger.decide`) and the combined evidence.
 
-        Under the :attr:`fused_action`, the action is the paper's rule over the fused ``probabilities`` and the
-        fit's thresholds, in the domain or out of it (the fit weighs the question's nearness to the domain itself),
-        and the combined evidence is the best probability. Otherwise, with ``domain_guard``, a question with passages
-        outside the evaluator's domain is Correct only by its stored combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
+        Under the :attr:`fused_action`: the paper's rule over the fused ``probabilities`` and the fit's thresholds,
+        in the domain or out (the fit weighs the domain), the evidence the best probability. Otherwise, with
+        ``domain_guard``, a question with passages outside the evaluator's domain is Correct only by its stored
+        combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
         and Correct would keep a passage), else Ambiguous whatever the scores say: neither the evaluator's sureness nor
         its doubt carries there (docs/how-it-works.md). The evidence is ``None`` where it was not consulted."""
         has_support = self._supported(hits, scores)
@@ -296,7 +297,7 @@ class Pipeline:
 
         Without the setting ``refine`` those passages are returned whole, one strip each.
         """
-        kept = self._kept(result.hits, result.scores, result.action, result.in_domain)
+        kept = self._kept(result.hits, result.scores, result.action, result.in_domain, result.probabilities)
         if not self.settings.refine:
             return [
                 Strip(h.passage.text, h.passage.cite, h.passage.title, (i, 0), s, i) for i, (h, s) in enumerate(kept)
