@@ -187,3 +187,34 @@ def test_stored_action_thresholds_read_back_and_half_a_pair_is_refused(tmp_path)
         broken = {**manifest, "fused": {**manifest["fused"], **bad}}
         with pytest.raises(EvaluatorError, match="bad 'fused' entry"):
             read_fused(broken, tmp_path)
+
+
+@pytest.mark.parametrize("decide", [False, True])
+def test_the_fit_command_stores_its_thresholds_only_with_decide(tmp_path, monkeypatch, decide):
+    """``python -m crag_cli.train.fused``: the fit always, the calibrated thresholds with ``--decide`` only."""
+    import crag_cli.evaluator
+    import crag_cli.train.fused as fused
+
+    def records(name, *args, **kwargs):  # 60 questions of 10 candidates: the answer's logit and cosine stand out
+        rng, out = np.random.default_rng(ord(name)), []
+        for q in range(60):
+            y = [i == q % 10 and q % 3 != 0 for i in range(10)]
+            cands = [
+                {"support": 0.3, "cosine": 0.2 + 0.5 * a, "rank": i + 1, "dense_rank": i + 1, "logit": 2.0 * a - 1}
+                for i, a in enumerate(np.asarray(y) + rng.normal(0, 0.3, 10))
+            ]
+            out.append({"id": f"{name}{q}", "question": f"{name} question {q}?", "cands": cands, "labels": y})
+        return out
+
+    monkeypatch.setattr(crag_cli.evaluator, "build_evaluator", lambda *a, **k: object())
+    monkeypatch.setattr(fused, "cached", records)
+    monkeypatch.setattr(fused, "nearness", lambda ev, qs: [0.5] * len(qs))
+    (tmp_path / "crag-evaluator.json").write_text(json.dumps({"format": 1}))
+    argv = ["--set", "a=q.jsonl@ix", "--set", "b=q.jsonl@ix", "--cache", str(tmp_path / "c"), "--out", str(tmp_path)]
+    fused.main(argv + (["--decide"] if decide else []))
+    stored = read_fused(json.loads((tmp_path / "crag-evaluator.json").read_text()), tmp_path)
+    every = [fused.as_question(n, r, 0.5) for n in "ab" for r in records(n)]
+    upper, lower, _ = calibrate(fused.out_of_fold(every), 0.85)
+    assert stored.decides is decide
+    if decide:
+        assert (stored.upper, stored.lower) == pytest.approx((upper, lower)) and 0 < lower <= upper < 1
