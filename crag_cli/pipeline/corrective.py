@@ -91,10 +91,14 @@ class Pipeline:
             self._fit = fit if fit is not None and getattr(self.retriever, "dense", False) else None
         return self._fit  # type: ignore[return-value]
 
-    @property
-    def fused_action(self) -> bool:
-        """Whether the fused :attr:`fit` decides the action: it stores thresholds, and the evaluator's own are in force."""
-        return self.fit is not None and self.fit.decides and self.thresholds.source == CALIBRATED
+    def _decisive(self, scores: Sequence[float], probabilities: Sequence[float] | None):
+        """The values the action is decided on and their thresholds: the fused probabilities and the fit's (source
+        ``FUSED``) when the fused :attr:`fit` stores thresholds and the evaluator's own are in force (the fused
+        action), else the evaluator's scores and the thresholds in force."""
+        fit = self.fit
+        if fit is not None and fit.decides and self.thresholds.source == CALIBRATED and probabilities is not None:
+            return probabilities, replace(self.thresholds, upper=fit.upper, lower=fit.lower, source=FUSED)  # type: ignore[arg-type]
+        return scores, self.thresholds
 
     def _fused(self, question: str, hits: list[Hit], scores: list[float], logits: Sequence[float] | None):
         """The hits, scores and logits in the fused order (as they are without a :attr:`fit`), and their probabilities."""
@@ -161,15 +165,14 @@ class Pipeline:
         Correct: those scoring at least the lower threshold, or with lexical support (over the filter threshold,
         holding more than ``lexical_support`` of the question's term weight). Ambiguous: those scoring at least the
         filter threshold; all out of the evaluator's domain (its scores prove nothing there, :meth:`_judge`).
-        Incorrect: all, read only when no web strip came (:meth:`act`). Under the :attr:`fused_action` Correct's are
+        Incorrect: all, read only when no web strip came (:meth:`act`). Under the fused action (:meth:`_decisive`) Correct's are
         those whose fused ``probabilities`` reach the fit's lower threshold, or supported. Why: docs/how-it-works.md."""
         if action is Action.INCORRECT or (action is Action.AMBIGUOUS and self._outside(in_domain)):
             return list(zip(hits, scores))
         if action is not Action.CORRECT:
             return [(h, s) for h, s in zip(hits, scores) if s >= self.thresholds.filter]
-        fused = self.fused_action and probabilities is not None
-        low, by = (self.fit.lower, probabilities) if fused else (self.thresholds.lower, scores)  # type: ignore[union-attr]
-        return [(h, s) for h, s, x in zip(hits, scores, by) if x >= low or self._supported([h], [s])]  # type: ignore[operator]
+        values, th = self._decisive(scores, probabilities)
+        return [(h, s) for h, s, x in zip(hits, scores, values) if x >= th.lower or self._supported([h], [s])]
 
     def _outside(self, in_domain: bool | None) -> bool:  # the domain guard holds the verdicts out of the domain
         return self.settings.domain_guard and in_domain is False
@@ -187,9 +190,7 @@ class Pipeline:
             )
             known = self._known_ahead
             result.in_domain = known[question] if question in known else self._knows([question])[0]
-        result.thresholds = self.thresholds  # the record shows the thresholds that decided:
-        if self.fused_action and result.probabilities is not None:
-            result.thresholds = replace(self.thresholds, upper=self.fit.upper, lower=self.fit.lower, source=FUSED)  # type: ignore[union-attr, arg-type]
+        _, result.thresholds = self._decisive(result.scores, result.probabilities)  # the record shows what decided
         result.lexical_support = self.settings.lexical_support
         result.supported, result.action, result.evidence_score = self._judge(
             result.hits, result.scores, result.in_domain, logits, result.probabilities
@@ -245,17 +246,17 @@ class Pipeline:
     ) -> tuple[bool, Action, float | None]:
         """Whether a passage has lexical support, the action (:func:`crag_cli.action.trigger.decide`) and the combined evidence.
 
-        Under the :attr:`fused_action`: the paper's rule over the fused ``probabilities`` and the fit's thresholds,
+        Under the fused action (:meth:`_decisive`): the paper's rule over the fused ``probabilities`` and the fit's thresholds,
         in the domain or out (the fit weighs the domain), the evidence the best probability. Otherwise, with
         ``domain_guard``, a question with passages outside the evaluator's domain is Correct only by its stored
         combined evidence (``evidence``, :mod:`crag_cli.evaluator.evidence`: the best passage's reaches the threshold
         and Correct would keep a passage), else Ambiguous whatever the scores say: neither the evaluator's sureness nor
         its doubt carries there (docs/how-it-works.md). The evidence is ``None`` where it was not consulted."""
         has_support = self._supported(hits, scores)
-        if probabilities is not None and self.fused_action:
-            up, low = self.fit.upper, self.fit.lower  # type: ignore[union-attr]
-            return has_support, decide(probabilities, up, low, has_support), max(probabilities)  # type: ignore[arg-type]
-        action = decide(scores, self.thresholds.upper, self.thresholds.lower, has_support)
+        values, th = self._decisive(scores, probabilities)
+        action = decide(values, th.upper, th.lower, has_support)
+        if th.source == FUSED:
+            return has_support, action, max(values)
         if not self._outside(in_domain) or not hits:
             return has_support, action, None
         fit = self._scorer.fit if self.settings.evidence and logits is not None else None
