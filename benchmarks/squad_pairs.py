@@ -41,11 +41,18 @@ def file_name(article: dict) -> str:
 
 
 def squad_folder(
-    data: list[dict], articles: int, questions: int, out: Path, seed: int = 0, skip: frozenset[str] = frozenset()
+    data: list[dict],
+    articles: int,
+    questions: int,
+    out: Path,
+    seed: int = 0,
+    skip: frozenset[str] = frozenset(),
+    after: int = 0,
 ) -> list[dict]:
     """Write ``articles`` sampled articles as a folder under ``out/docs``; return ``questions`` of their questions.
 
-    Articles whose file name is in ``skip`` (another run's folder) are not sampled.
+    Articles whose file name is in ``skip`` (another run's folder) are not sampled. The questions are shuffled
+    with ``seed``; the first ``after`` of them (another run's, with the same seed and articles) are left out.
     """
     rnd = random.Random(seed)
     pool = [a for a in data if file_name(a) not in skip] if skip else data
@@ -61,7 +68,7 @@ def squad_folder(
                 answers = sorted({a["text"].strip() for a in q["answers"]})
                 qs.append({"id": "squad-" + q["id"], "question": q["question"].strip(), "answers": answers})
     rnd.shuffle(qs)
-    return qs[:questions]
+    return qs[after : after + questions]
 
 
 def few_negatives(pairs: list, negatives: int) -> list:
@@ -114,12 +121,15 @@ def main() -> None:
         default=[],
         help="another run's folder: its articles are not sampled",
     )
+    parser.add_argument(
+        "--after", type=int, default=0, help="leave out the first N shuffled questions (a run with the same seed's)"
+    )
     parser.add_argument("--negatives", type=int, help="keep each question's N best-ranked negatives (default: all)")
     parser.add_argument("--folder-only", action="store_true", help="write docs/ and questions.jsonl, nothing else")
     args = parser.parse_args()
     skip = frozenset(p.name for folder in args.skip_folder for p in folder.glob("*.txt"))
     data = json.loads(args.squad.read_text())["data"]
-    qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip)
+    qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip, args.after)
     with open(args.out / "questions.jsonl", "w") as f:
         f.writelines(json.dumps(q) + "\n" for q in qs)
     if args.folder_only:

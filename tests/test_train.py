@@ -588,6 +588,13 @@ def test_train_evaluator_command_errors(built_index, tmp_path):
     assert r.exit_code == 1 and "is a file" in r.stderr and afile.read_text() == "mine"
     r = runner.invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), "--base", str(tmp_path / "no")])
     assert r.exit_code == 1 and "no such model folder" in r.stderr
+    for extra, said in (
+        (["--start-from", str(tmp_path)], "give --adapter full"),  # refused in one line, not a traceback
+        (["--adapter", "full", "--start-from", str(tmp_path / "no")], "no such evaluator folder"),
+        (["--adapter", "full", "--start-from", str(tmp_path)], "holds no trained evaluator"),
+    ):
+        r = runner.invoke(app, ["train-evaluator", str(qs), "--index", str(built_index), *extra])
+        assert r.exit_code == 1 and r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
     pairs_file = tmp_path / "pairs.jsonl"
     pairs_file.write_text(json.dumps({"question": "Q?", "passage": "P", "label": 1}) + "\n")
     r = runner.invoke(app, ["train-evaluator", "--pairs", str(pairs_file), "--limit", "5", "--index", str(built_index)])

@@ -63,8 +63,19 @@ class TrainRun:
                 if str(path) == "-":
                     raise CragError("training data must be a file, not standard input")
         base_name, base_folder = _base_folder(job.config.base)
-        self.config = replace(job.config, base=base_name, threads=settings.threads, strip_mode=settings.strip_mode)
-        self.inputs = [x for x in (job.questions, job.pairs, settings.index, base_folder) if x is not None]
+        start = None if job.config.start_from is None else Path(job.config.start_from)
+        if start is not None:
+            from ..train.start import check_start
+
+            check_start(start, base_name)
+        self.config = replace(
+            job.config,
+            base=base_name,
+            threads=settings.threads,
+            strip_mode=settings.strip_mode,
+            start_from=None if start is None else str(start.resolve()),
+        )
+        self.inputs = [x for x in (job.questions, job.pairs, settings.index, base_folder, start) if x is not None]
         check_output_folder(job.out, self.inputs)  # (an input at --out itself, or inside it, is refused there too)
         self.reader = None
         try:

@@ -236,6 +236,14 @@ TrainTopicGuardOpt = Annotated[
         help="Store a topic guard: passages the base encoder finds on topic are never discarded.",
     ),
 ]
+TrainStartFromOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--start-from",
+        metavar="EVALUATOR",
+        help="Continue this evaluator (one trained with --adapter full): its layers and head, not a fresh head.",
+    ),
+]
 TrainLimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Use only the first N gold questions.")]
 
 
@@ -259,30 +267,32 @@ def train_evaluator(
     validation: TrainValidationOpt = TrainConfig.validation,
     train_seed: TrainSeedOpt = TrainConfig.seed,
     topic_guard: TrainTopicGuardOpt = TrainConfig.topic_guard,
+    start_from: TrainStartFromOpt = None,
     limit: TrainLimitOpt = None,
 ) -> None:
     """Train a retrieval evaluator (a cross-encoder: a LoRA adapter, or every layer) on gold answers, labelled pairs or synthetic questions."""
     from ..app import TrainJob, TrainRun
 
-    config = TrainConfig(
-        base=base,
-        adapter=adapter.value,
-        epochs=epochs,
-        batch_size=train_batch_size,
-        learning_rate=learning_rate,
-        max_length=train_max_length,
-        lora_r=lora_r,
-        lora_alpha=2 * lora_r,
-        validation=validation,
-        seed=train_seed,
-        topic_guard=topic_guard,
-    )
-    job = TrainJob(out, config, questions, pairs, synthetic, save_synthetic, limit)
     try:
+        config = TrainConfig(
+            base=base,
+            adapter=adapter.value,
+            epochs=epochs,
+            batch_size=train_batch_size,
+            learning_rate=learning_rate,
+            max_length=train_max_length,
+            lora_r=lora_r,
+            lora_alpha=2 * lora_r,
+            validation=validation,
+            seed=train_seed,
+            topic_guard=topic_guard,
+            start_from=None if start_from is None else str(start_from),
+        )
+        job = TrainJob(out, config, questions, pairs, synthetic, save_synthetic, limit)
         run = TrainRun(settings, job, note=lambda line: err.print(line, markup=False))
         ctx.call_on_close(run.close)  # the locks are held until the command ends
         card = run.run()
-    except CragError as exc:
+    except CragError as exc:  # a setting TrainConfig refuses too
         fail(str(exc))
     c = card["calibration"]
     best = card["validation_by_epoch"][card["best_epoch"] - 1]

@@ -21,8 +21,8 @@ validation questions only and writes the folder that
 :class:`~crag_cli.evaluator.CrossEncoderEvaluator` loads, with a model card.
 
 Modules: ``data`` (pairs, fingerprints, split), ``synthetic`` (generated
-questions), ``fit`` (training, calibration, the folder), ``card`` (the folder's
-manifest and its README.md).
+questions), ``fit`` (training, calibration, the folder), ``start`` (training that
+continues a trained evaluator), ``card`` (the folder's manifest and its README.md).
 """
 
 from .data import (

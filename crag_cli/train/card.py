@@ -20,6 +20,19 @@ def _what(card: dict) -> str:
     return f"a LoRA adapter and a one-logit head over `{card['base']}`"
 
 
+def _started(card: dict) -> list[str]:
+    """The lines saying which evaluator training continued (``--start-from``), if any."""
+    start = card.get("started_from")
+    if not start:
+        return []
+    return [
+        f"Training continued an evaluator trained on {start['train_questions']} questions ({start['train_pairs']} "
+        f"pairs, {start['seconds']} s; `started_from` in the manifest pins its weights): the table counts this run's "
+        "data, the fingerprints and the domain both runs'.",
+        "",
+    ]
+
+
 def model_card(card: dict) -> str:
     """The README.md written beside a trained evaluator: data, counts, settings, scores, time."""
     c = card["calibration"]
@@ -40,6 +53,7 @@ def model_card(card: dict) -> str:
         f"| validation | {card['data']['validation_questions']} | {card['data']['validation_pairs']} "
         f"| {card['data']['validation_positive']} |",
         "",
+        *_started(card),
         "The manifest lists these questions' fingerprints (`data.seen`), so that `crag evaluator-test` and the "
         "benchmarks name a test on them in-sample.",
         "",

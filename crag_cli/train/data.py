@@ -63,12 +63,15 @@ class TrainConfig:
     strip_recall: float = 0.9
     strip_mode: str = default("strip_mode")  # the setting (app/train.py); the card records it
     topic_guard: bool = True
+    start_from: str | None = None  # a trained evaluator (--adapter full) whose layers and head training continues
 
     def __post_init__(self) -> None:
         if self.adapter not in ADAPTER_DEFAULTS:
             raise TrainingError(f"unknown adapter {self.adapter!r}: choose {' or '.join(ADAPTER_DEFAULTS)}")
         if self.adapter == "full" and self.base.startswith("t5:"):
             raise TrainingError("--adapter full trains an encoder (BERT-like) base, not a T5: use --adapter lora")
+        if self.start_from is not None and self.adapter != "full":
+            raise TrainingError("--start-from continues an evaluator's every layer: give --adapter full")
         epochs, rate = ADAPTER_DEFAULTS[self.adapter]
         self.epochs = epochs if self.epochs is None else self.epochs
         self.learning_rate = rate if self.learning_rate is None else self.learning_rate

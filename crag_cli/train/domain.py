@@ -45,22 +45,28 @@ def domain_cut(validation_cosines: Sequence[float], quantile: float = QUANTILE) 
     return round(float(np.quantile(np.asarray(validation_cosines, dtype=np.float64), quantile)), 4)
 
 
-def fit_domain(embed, training: Sequence[str], validation: Sequence[str]) -> tuple[np.ndarray, dict]:
+def fit_domain(
+    embed, training: Sequence[str], validation: Sequence[str], before: np.ndarray | None = None
+) -> tuple[np.ndarray, dict]:
     """Embed the training questions and fit the cut on the validation questions.
 
     ``embed`` maps texts to L2-normalised rows (the base encoder's
-    :meth:`crag_cli.evaluator.MiniLMEvaluator.embed`). Returns the training
-    questions' embeddings (float16, to be stored as :data:`DOMAIN_FILE`) and
-    the manifest's ``domain`` entry.
+    :meth:`crag_cli.evaluator.MiniLMEvaluator.embed`). ``before``: rows of
+    questions known already (an evaluator training continues), kept first.
+    Returns the known questions' embeddings (float16, to be stored as
+    :data:`DOMAIN_FILE`) and the manifest's ``domain`` entry.
     """
-    known = np.asarray(embed(list(training)), dtype=np.float32)
+    rows = [] if before is None else [np.asarray(before, dtype=np.float32)]
+    if len(training) or not rows:
+        rows.append(np.asarray(embed(list(training)), dtype=np.float32))
+    known = np.concatenate(rows)
     cosines = nearest_cosines(np.asarray(embed(list(validation)), dtype=np.float32), known)
     cut = domain_cut(cosines)
     entry = {
         "file": DOMAIN_FILE,
         "cosine": cut,
         "quantile": QUANTILE,
-        "training_questions": len(training),
+        "training_questions": len(known),
         "validation_questions": len(validation),
         "validation_out": int((cosines < cut).sum()),
     }

@@ -25,10 +25,12 @@ from ..evaluator import (
 from ..index import is_crag_index
 
 from .card import manifest, model_card
+from .start import known_before, load_start, seen_by_both, started_from
 from .data import (
     LabelledPair,
     TrainConfig,
     TrainingError,
+    question_fingerprint,
     question_groups,
     calibration_items,
     validation_metrics,
@@ -155,13 +157,17 @@ def train(
         scorer._tokenizer, scorer._model, scorer._t5 = tokenizer, model, t5
         torch.set_grad_enabled(False)
         calib, guard = _calibrate_on_validation(scorer, val_pairs, config, t5, log)
-        domain_known, domain = _fit_domain(config, train_pairs, val_pairs, t5, log)
+        prior = read_trained(Path(config.start_from)) if config.start_from else None
+        domain_known, domain = _fit_domain(config, train_pairs, val_pairs, t5, log, prior)
         _note_weak_auc(history[best].get("auc") if history else None, calib, log)
         final = files.temp_dir(out)
         try:
             weights = _save_weights(final, model, config.base, domain_known, domain)
             fitted = {"calibration": calib, "topic_guard": guard, "domain": domain, "history": history, "best": best}
             card = manifest(config, fitted, data_note, train_pairs, val_pairs, trainable, weights, time.time() - start)
+            if prior is not None:  # it has seen both runs' questions
+                card["data"]["seen"] = seen_by_both(card["data"]["seen"], prior)
+                card["started_from"] = started_from(prior)
             (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
             (final / "README.md").write_text(model_card(card), encoding="utf-8")
             check_output_folder(out, inputs)  # again: training took a while, and the folder may have changed
@@ -197,6 +203,8 @@ def _model_to_train(config: TrainConfig):
     if config.adapter == "full":
         tokenizer, model = load_pooled(config.base)
         model.freeze()
+        if config.start_from is not None:
+            load_start(model, Path(config.start_from))
         return tokenizer, model, False
     tokenizer, model = load_classifier(config.base)
     t5 = is_t5(model)
@@ -303,10 +311,11 @@ def _calibrate_on_validation(scorer, val_pairs, config: TrainConfig, t5: bool, l
     return calib, guard
 
 
-def _fit_domain(config: TrainConfig, train_pairs, val_pairs, t5: bool, log: Callable[[str], None]):
+def _fit_domain(config: TrainConfig, train_pairs, val_pairs, t5: bool, log: Callable[[str], None], prior=None):
     """The questions the evaluator knows (:mod:`crag_cli.train.domain`) and its domain; ``(None, None)`` for a T5.
 
-    They are embedded by the base encoder, as the topic guard's are.
+    They are embedded by the base encoder, as the topic guard's are; with ``prior`` (the manifest of the evaluator
+    training started from), its known questions too.
     """
     if t5:
         return None, None
@@ -314,10 +323,12 @@ def _fit_domain(config: TrainConfig, train_pairs, val_pairs, t5: bool, log: Call
     from ..evaluator.cosine import TRAINED_LENGTH
     from .domain import fit_domain  # here: `python -m crag_cli.train.domain` imports this package
 
+    before, old = known_before(Path(config.start_from or "."), prior)
     domain_known, domain = fit_domain(
         MiniLMEvaluator(base_path(config.base), batch_size=64, max_length=TRAINED_LENGTH).embed,
-        list(dict.fromkeys(p.question for p in train_pairs)),
+        [q for q in dict.fromkeys(p.question for p in train_pairs) if question_fingerprint(q) not in old],
         list(dict.fromkeys(p.question for p in val_pairs)),
+        before,
     )
     log(
         f"domain: a question whose nearest training question has a cosine below {domain['cosine']} is out "
