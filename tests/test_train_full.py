@@ -91,6 +91,15 @@ def test_training_can_continue_an_evaluator_and_it_then_has_seen_both_runs_quest
     )
     assert card["domain"]["training_questions"] == 18 + 18  # both runs' training questions, none twice
     assert "Training continued an evaluator trained on 18 questions" in (tmp_path / "b" / "README.md").read_text()
+    # validation questions the earlier evaluator trained on are said: its thresholds would be calibrated in-sample
+    other_split = train(
+        *split_by_question(first, 0.25, seed=1),
+        tmp_path / "c",
+        replace(still, start_from=str(tmp_path / "a")),
+        log=lambda m: None,
+    )
+    assert any("calibrated in-sample" in n for n in other_split["calibration"]["notes"])
+    assert not any("in-sample" in n for n in card["calibration"]["notes"])
     # what cannot be continued is refused before any model loads
     with pytest.raises(TrainingError, match="give --adapter full"):
         TrainConfig(base=str(tiny_bert), start_from=str(tmp_path / "a"))

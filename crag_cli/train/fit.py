@@ -25,7 +25,7 @@ from ..evaluator import (
 from ..index import is_crag_index
 
 from .card import manifest, model_card
-from .start import known_before, load_start, seen_by_both, started_from
+from .start import known_before, load_start, note_in_sample, record_start
 from .data import (
     LabelledPair,
     TrainConfig,
@@ -160,14 +160,14 @@ def train(
         prior = read_trained(Path(config.start_from)) if config.start_from else None
         domain_known, domain = _fit_domain(config, train_pairs, val_pairs, t5, log, prior)
         _note_weak_auc(history[best].get("auc") if history else None, calib, log)
+        note_in_sample(prior, [p.question for p in val_pairs], calib, log)
         final = files.temp_dir(out)
         try:
             weights = _save_weights(final, model, config.base, domain_known, domain)
             fitted = {"calibration": calib, "topic_guard": guard, "domain": domain, "history": history, "best": best}
             card = manifest(config, fitted, data_note, train_pairs, val_pairs, trainable, weights, time.time() - start)
             if prior is not None:  # it has seen both runs' questions
-                card["data"]["seen"] = seen_by_both(card["data"]["seen"], prior)
-                card["started_from"] = started_from(prior)
+                record_start(card, prior)
             (final / MANIFEST).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
             (final / "README.md").write_text(model_card(card), encoding="utf-8")
             check_output_folder(out, inputs)  # again: training took a while, and the folder may have changed

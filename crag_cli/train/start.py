@@ -67,6 +67,29 @@ def known_before(path: Path, manifest: dict | None) -> tuple[np.ndarray | None, 
     return np.load(Path(path) / entry["file"], allow_pickle=False), set(seen.get("training", []))
 
 
+def record_start(card: dict, prior: dict) -> None:
+    """Make ``card`` (the new evaluator's manifest) say what it has seen: both runs' questions
+    (:func:`seen_by_both`), and the evaluator it started from (``started_from``)."""
+    card["data"]["seen"] = seen_by_both(card["data"]["seen"], prior)
+    card["started_from"] = started_from(prior)
+
+
+def note_in_sample(prior: dict | None, validation: list[str], calib, log) -> None:
+    """Warn, and note in the calibration, when validation questions were training questions of the evaluator
+    training started from: its thresholds are then calibrated on questions it learned."""
+    from .data import question_fingerprint
+
+    trained = set(((prior or {}).get("data") or {}).get("seen", {}).get("training", []))
+    n = sum(question_fingerprint(q) in trained for q in dict.fromkeys(validation))
+    if n:
+        note = (
+            f"{n} of the validation questions trained the evaluator training started from (--start-from): the "
+            "thresholds are calibrated in-sample for them; keep the split it was trained with (--train-seed)"
+        )
+        log("warning: " + note)
+        calib.notes.append(note)
+
+
 def started_from(manifest: dict) -> dict:
     """What the new manifest says of the evaluator it started from: its weights' digests, its data, its own start."""
     data = manifest.get("data") or {}
