@@ -77,10 +77,9 @@ def record_start(card: dict, prior: dict) -> None:
 def note_in_sample(prior: dict | None, validation: list[str], calib, log) -> None:
     """Warn, and note in the calibration, when validation questions were training questions of the evaluator
     training started from: its thresholds are then calibrated on questions it learned."""
-    from .data import question_fingerprint
+    from .data import count_seen, seen_questions
 
-    trained = set(((prior or {}).get("data") or {}).get("seen", {}).get("training", []))
-    n = sum(question_fingerprint(q) in trained for q in dict.fromkeys(validation))
+    n = count_seen(dict.fromkeys(validation), seen_questions(prior or {}) or {})["training"]
     if n:
         note = (
             f"{n} of the validation questions trained the evaluator training started from (--start-from): the "
