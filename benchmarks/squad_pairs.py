@@ -18,7 +18,8 @@ into ``DIR/pairs.jsonl`` (``--negatives N``: each question's positives and its N
 kept apart from the one a fit or a test uses). ``--also QUESTIONS,INDEX,TAG`` adds another set's pairs the same way (PopQA's
 training questions on its corpus' index: ``SPLIT/train.jsonl,POPIX,pop``), qids prefixed by TAG, so that one
 ``--pairs`` file trains and validates on both (POPIX: ``crag index ../shared/bench/popqa/corpus.jsonl --index
-POPIX``; SPLIT: ``benchmarks/split_popqa.py --test 200``).
+POPIX``; SPLIT: ``benchmarks/split_popqa.py --test 200``). ``--articles 0`` writes the ``--also`` sets' pairs
+only (paraphrased questions over an earlier run's index: ``benchmarks/paraphrase_questions.py``).
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def labelled(questions: list[dict], index: BM25Index, tag: str, negatives: int |
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--squad", type=Path, required=True, help="SQuAD v1.1 JSON (train-v1.1.json)")
-    parser.add_argument("--articles", type=int, default=150)
+    parser.add_argument("--squad", type=Path, help="SQuAD v1.1 JSON (train-v1.1.json)")
+    parser.add_argument("--articles", type=int, default=150, help="0: no SQuAD folder, only the --also sets")
     parser.add_argument("--questions", type=int, default=400)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--also", action="append", default=[], help="QUESTIONS,INDEX,TAG: another set's pairs")
@@ -127,15 +128,20 @@ def main() -> None:
     parser.add_argument("--negatives", type=int, help="keep each question's N best-ranked negatives (default: all)")
     parser.add_argument("--folder-only", action="store_true", help="write docs/ and questions.jsonl, nothing else")
     args = parser.parse_args()
-    skip = frozenset(p.name for folder in args.skip_folder for p in folder.glob("*.txt"))
-    data = json.loads(args.squad.read_text())["data"]
-    qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip, args.after)
-    with open(args.out / "questions.jsonl", "w") as f:
-        f.writelines(json.dumps(q) + "\n" for q in qs)
-    if args.folder_only:
-        return
-    build_index(args.out / "docs", args.out / "index", encoder=MiniLMEncoder())  # with the dense part, as crag index
-    pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq", args.negatives)
+    if args.articles and args.squad is None:
+        parser.error("--squad is required unless --articles 0")
+    pairs = []
+    if args.articles:  # --articles 0: no SQuAD folder, only the --also sets' pairs
+        skip = frozenset(p.name for folder in args.skip_folder for p in folder.glob("*.txt"))
+        data = json.loads(args.squad.read_text())["data"]
+        qs = squad_folder(data, args.articles, args.questions, args.out, args.seed, skip, args.after)
+        with open(args.out / "questions.jsonl", "w") as f:
+            f.writelines(json.dumps(q) + "\n" for q in qs)
+        if args.folder_only:
+            return
+        build_index(args.out / "docs", args.out / "index", encoder=MiniLMEncoder())  # dense part too, as crag index
+        pairs = labelled(qs, BM25Index.load(args.out / "index"), "sq", args.negatives)
+    args.out.mkdir(parents=True, exist_ok=True)
     for spec in args.also:
         qfile, ix, tag = spec.split(",")
         more = [json.loads(line) for line in open(qfile) if line.strip()]

@@ -457,3 +457,18 @@ def test_a_domains_questions_py_makes_the_shipped_question_files_and_the_check_c
     out = capsys.readouterr().out
     assert "FAIL docs6qa-001: answer 'an answer no doc holds' not found in why.md" in out
     assert "questions.jsonl differs from the rows questions.py makes" in out
+
+
+def test_a_paraphrase_that_gives_the_answer_away_or_repeats_the_question_is_not_training_data():
+    from paraphrase_questions import rewrite
+
+    row = {"question": "Who wrote the Grand Model plan?", "answers": ["Locke", "John Locke"]}
+    assert rewrite('Question: "Who drafted the plan called the Grand Model?"', row) == (
+        "Who drafted the plan called the Grand Model?"
+    )
+    assert rewrite("Did John Locke draft the Grand Model?", row) is None  # holds a gold answer
+    assert rewrite("Was it LOCKE who drafted it?", row) is None  # whole words, any case
+    assert rewrite("Who penned the Grand Model by Lockean thinkers?", row) is not None  # not a whole word
+    assert rewrite("who wrote the  grand model plan?", row) is None  # the question again
+    assert rewrite("Who drafted it?\nAnswer: Locke", row) is None  # not one line
+    assert rewrite("The plan was drafted by whom", row) is None  # not a question
