@@ -472,3 +472,14 @@ def test_a_paraphrase_that_gives_the_answer_away_or_repeats_the_question_is_not_
     assert rewrite("who wrote the  grand model plan?", row) is None  # the question again
     assert rewrite("Who drafted it?\nAnswer: Locke", row) is None  # not one line
     assert rewrite("The plan was drafted by whom", row) is None  # not a question
+
+
+def test_two_cross_encoders_logits_are_compared_over_the_same_questions_with_an_interval():
+    from retrieval_fused import paired_auc
+
+    labels = [[True, False, False], [False, True, False], [False, False, True], [True, False, False]]
+    a = [[0.9, 0.1, 0.2], [0.3, 0.8, 0.1], [0.2, 0.1, 0.7], [0.6, 0.5, 0.4]]
+    assert paired_auc(a, a, labels) == (0.0, 0.0, 0.0)  # the same scores: no difference, none by chance
+    worse = [row[::-1] for row in a]  # every question's passages ranked backwards
+    diff, low, high = paired_auc(a, worse, labels)
+    assert diff == pytest.approx(17 / 32 - 1) and low <= diff <= high < 0  # 17 of the 32 positive-negative pairs
