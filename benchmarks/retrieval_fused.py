@@ -99,14 +99,13 @@ def main() -> None:
         cells = " | ".join(str(int(c)) for c in counts[: 5 if fit else 4]) + ("" if fit else " | –")
         line = f"| {name} | {len(records)} | {cells} | {auc(z, y):.3f} / " + (f"{auc(p, y):.3f}" if fit else "–")
         if other:
-            mine = {r["id"]: r for r in records}
-            theirs = cached(name, qfile, ix, other, args.against_cache, part.stop, 0)[part]
-            shared = [r for r in theirs if r["id"] in mine]
-            logits = [
-                [[c["logit"] for c in r["cands"]] for r in rs] for rs in ([mine[r["id"]] for r in shared], shared)
-            ]
-            diff, low, high = paired_auc(*logits, [r["labels"] for r in shared])
-            theirs_auc = auc([v for row in logits[1] for v in row], [y for r in shared for y in r["labels"]])
+            theirs = {r["id"]: r for r in cached(name, qfile, ix, other, args.against_cache, part.stop, 0)[part]}
+            shared = [r for r in records if r["id"] in theirs]  # neither evaluator trained on them
+            z_theirs = [[c["logit"] for c in theirs[r["id"]]["cands"]] for r in shared]
+            z_mine = [[c["logit"] for c in r["cands"]] for r in shared]
+            labels = [r["labels"] for r in shared]
+            diff, low, high = paired_auc(z_mine, z_theirs, labels)
+            theirs_auc = auc([v for row in z_theirs for v in row], [v for row in labels for v in row])
             line += f" | {theirs_auc:.3f} | {diff:+.3f} ({low:+.3f} to {high:+.3f})"
         print(line + " |")
 
