@@ -50,19 +50,11 @@ def rewrite(reply: str, row: dict) -> str | None:
     return text
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("questions", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--limit", type=int, help="the first N rows only")
-    parser.add_argument("--tokens", type=int, default=48, help="the most tokens a rewrite takes")
-    args = parser.parse_args()
+def local_reader(model: str):
+    """The local GGUF reader ``model`` at temperature 0, seeded, one slot: a benchmark's question writer."""
     from crag_cli.reader.backends import backend
     from crag_cli.reader.base import ReaderOptions
 
-    rows = [json.loads(line) for line in args.questions.open() if line.strip()][: args.limit]
-    done = {json.loads(line)["id"] for line in args.out.open()} if args.out.exists() else set()
     options = ReaderOptions(
         n_ctx=1024,
         temperature=0.0,
@@ -73,7 +65,20 @@ def main() -> None:
         reader_url=None,
         reader_timeout=120.0,
     )
-    reader = backend(args.model).create(args.model, options)
+    return backend(model).create(model, options)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("questions", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--limit", type=int, help="the first N rows only")
+    parser.add_argument("--tokens", type=int, default=48, help="the most tokens a rewrite takes")
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in args.questions.open() if line.strip()][: args.limit]
+    done = {json.loads(line)["id"] for line in args.out.open()} if args.out.exists() else set()
+    reader = local_reader(args.model)
     kept = dropped = 0
     with args.out.open("a") as out:
         for i, row in enumerate(rows, 1):

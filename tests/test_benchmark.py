@@ -474,6 +474,33 @@ def test_a_paraphrase_that_gives_the_answer_away_or_repeats_the_question_is_not_
     assert rewrite("The plan was drafted by whom", row) is None  # not a question
 
 
+def test_a_written_question_is_kept_only_with_a_short_answer_from_its_passage_that_it_does_not_give_away():
+    from generate_questions import common, parse, spread
+
+    passage = "Pass --maxfail=2 to stop after two failures. The `tmp_path` fixture gives a fresh directory."
+    assert parse("Answer: --maxfail=2\nQuestion: How do I stop the run after a few failures?", passage) == (
+        "How do I stop the run after a few failures?",
+        "maxfail=2",
+    )
+    assert parse("Answer: `tmp_path`\n\nQuestion: Where do I get a scratch folder?", passage)[1] == "tmp_path"
+    assert parse("Answer: tmp_path\nQuestion: What does tmp_path give?", passage) is None  # given away
+    assert parse("Answer: tmp_dir\nQuestion: Where do I get a scratch folder?", passage) is None  # not in it
+    assert parse("Answer: tmp\nQuestion: Where do I get a scratch folder?", passage) is None  # not whole words
+    long = "Answer: The fixture gives a fresh directory for each test run.\nQuestion: What is tmp_path?"
+    assert parse(long, passage) is None  # over six words
+    assert parse("tmp_path\nQuestion: Where do I get a scratch folder?", passage) is None  # not the two lines
+    assert parse("Answer: tmp_path\nQuestion: A scratch folder.", passage) is None  # not a question
+    assert parse("Answer: 2\nQuestion: How many failures stop the run?", passage) is None  # no letter
+    folder = [passage] + ["Pytest collects tests."] * 2 + ["Markers select tests."] * 97
+    assert common("pytest", folder) and not common("tmp_path", folder)  # in 3 of 100 passages, and in 1
+    prose = "word " * 40
+    ps = [{"id": f"{d}#{i}", "doc_id": d, "text": prose} for d in "abc" for i in range(4)]
+    ps.append({"id": "c#code", "doc_id": "c", "text": ">>> f(x) = 1 " * 40})
+    picked = spread(ps, 9, seed=3)
+    assert [p["doc_id"] for p in picked] == list("abc" * 3) and "c#code" not in {p["id"] for p in picked}
+    assert picked == spread(ps, 9, seed=3) and len(spread(ps, 99, seed=3)) == 12
+
+
 def test_two_cross_encoders_logits_are_compared_over_the_same_questions_with_an_interval():
     from retrieval_fused import paired_auc
 
