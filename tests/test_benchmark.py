@@ -510,3 +510,26 @@ def test_two_cross_encoders_logits_are_compared_over_the_same_questions_with_an_
     worse = [row[::-1] for row in a]  # every question's passages ranked backwards
     diff, low, high = paired_auc(a, worse, labels)
     assert diff == pytest.approx(17 / 32 - 1) and low <= diff <= high < 0  # 17 of the 32 positive-negative pairs
+
+
+def test_a_faq_question_comes_out_of_its_docs_file_and_is_answered_by_its_own_sections_prose():
+    from faq_questions import aliases, sections
+
+    rst = (
+        "Tasks\n=====\n\nTasks run on workers.\n\n"
+        "=====================================\nCan I retry a :class:`~app.Task` later?\n"
+        "=====================================\n\n"
+        "Yes: call retry with a countdown of seconds.\n\n.. code-block:: python\n\n    task.retry(countdown=5)\n\n"
+        "How do I stop a worker?\n-----------------------\nSend it the TERM signal and it finishes its tasks.\n"
+        "Workers\n-------\nThey are processes.\n"
+    )
+    text, found = sections(rst)
+    assert [q for q, _ in found] == ["Can I retry a Task later?", "How do I stop a worker?"]
+    assert "retry a" not in text and "stop a worker" not in text  # the question is the user's, not the folder's
+    assert "Tasks\n=====" in text and "Workers\n-------\nThey are processes." in text  # other headings stay
+    assert found[1][1] == "Send it the TERM signal and it finishes its tasks."  # up to the next heading
+    assert aliases(found[0][1]) == ["Yes: call retry with a countdown of seconds."]  # no code
+    _, md = sections("# Guide\n\n## Why is my build slow?\n\nThe cache is cold on the first run of the day.\n")
+    assert md == [("Why is my build slow?", "The cache is cold on the first run of the day.")]
+    assert aliases(md[0][1]) == ["The cache is cold on the first run"]  # its first eight words
+    assert sections("Why?\n----\nBecause.\n")[1] == []  # under three words: not a user's question
