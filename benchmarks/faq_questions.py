@@ -16,8 +16,11 @@ import random
 import re
 from pathlib import Path
 
+from crag_cli.action.match import fold
+from crag_cli.documents.passages import split_sentences
+from crag_cli.documents.titles import ADORNMENT
+
 SKIP = re.compile(r"change|release|history|news|whatsnew|license|authors", re.I)
-UNDERLINE = re.compile(r"""([=\-~^*#"+`'])\1{2,}""")
 ROLE = re.compile(
     r":[\w:-]+:`(~?)\.?([^`<]+?)(?:\s*<[^>]*>)?`|``([^`]+)``|`([^`<]+?)(?:\s*<[^>]*>)?`_*|\*\*?([^*]+)\*\*?"
 )
@@ -44,8 +47,8 @@ def sections(text: str) -> tuple[str, list[tuple[str, str]]]:
     for i, line in enumerate(lines):
         if re.match(r"#{1,6} \S", line):
             heads.append((i, i + 1, line.lstrip("#").strip()))
-        elif i + 1 < len(lines) and line.strip() and UNDERLINE.fullmatch(lines[i + 1].strip()):
-            over = i > 0 and UNDERLINE.fullmatch(lines[i - 1].strip())
+        elif i + 1 < len(lines) and line.strip() and ADORNMENT.fullmatch(lines[i + 1].strip()):
+            over = i > 0 and ADORNMENT.fullmatch(lines[i - 1].strip())
             heads.append((i - 1 if over else i, i + 2, line.strip()))
     found, drop = [], set()
     for n, (start, after, title) in enumerate(heads):
@@ -64,7 +67,7 @@ def aliases(body: str) -> list[str]:
     for para in re.split(r"\n\s*\n", body):
         if para.startswith((" ", "\t", "..", ">>>", "```", "$")) or para.rstrip().endswith("::") and "\n" not in para:
             continue
-        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(para.split())):
+        for sentence in split_sentences(para):
             words = sentence.split()
             if len(words) >= 6:
                 out.append(" ".join(words[:8]))
@@ -99,14 +102,14 @@ def main() -> None:
             else:
                 others.append((name, text))
         files.update(rng.sample(others, min(args.others, len(others))))
-    folded = "\n".join(" ".join(t.split()).lower() for t in files.values())
+    folded = "\n".join(fold(t) for t in files.values())
     (args.out / "docs").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (args.out / "docs" / name).write_text(text)
     kept = 0
     with (args.out / "questions.jsonl").open("w") as out:
         for n, (name, question, body) in enumerate(questions, 1):
-            gold = [a for a in dict.fromkeys(aliases(body)) if folded.count(a.lower()) == 1]
+            gold = [a for a in dict.fromkeys(aliases(body)) if folded.count(fold(a)) == 1]
             if gold:
                 kept += 1
                 out.write(

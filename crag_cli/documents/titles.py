@@ -25,7 +25,7 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
-_ADORNMENT = re.compile(r"""([=\-~^"'`#*+:._])\1{2,}""")  # a reStructuredText section title's under- or overline
+ADORNMENT = re.compile(r"""([=\-~^"'`#*+:._])\1{2,}""")  # a reStructuredText section title's under- or overline
 
 
 def rst_title(text: str) -> str | None:
@@ -42,7 +42,7 @@ def rst_title(text: str) -> str | None:
     lines = text.lstrip("\ufeff").splitlines()
     for line, under in zip(lines, lines[1:]):
         title = line.strip()
-        if title and not _ADORNMENT.fullmatch(title) and _ADORNMENT.fullmatch(under.strip()):
+        if title and not ADORNMENT.fullmatch(title) and ADORNMENT.fullmatch(under.strip()):
             return title if len(under.strip()) >= len(title) else None
     return None
 
